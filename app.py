@@ -1,0 +1,27 @@
+"""CDK entry point: load the cluster file named by context `cluster`, build the stacks. Wiring only."""
+
+from __future__ import annotations
+
+import sys
+
+import aws_cdk as cdk
+
+from gpucluster.spec import DEFAULT_CLUSTER_FILE, SpecError, load
+
+
+def main() -> None:
+    """Synthesize the cloud side of the cluster file given as `-c cluster=FILE`."""
+    app = cdk.App()
+    cluster_file = app.node.try_get_context("cluster") or DEFAULT_CLUSTER_FILE
+    try:
+        loaded = load(cluster_file)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(2)
+    for warning in loaded.warnings:
+        print(warning, file=sys.stderr)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

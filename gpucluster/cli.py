@@ -1,0 +1,103 @@
+"""The `gpucluster` command: validate, render, show and schema over one cluster file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from gpucluster.render import RenderError
+from gpucluster.render_output import write_tree
+from gpucluster.show import summary
+from gpucluster.spec import DEFAULT_CLUSTER_FILE, Cluster, Loaded, SpecError, load
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def _load(path: str) -> Loaded:
+    loaded = load(path)
+    for warning in loaded.warnings:
+        print(warning, file=sys.stderr)
+    return loaded
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Check a cluster file; warnings go to stderr and still exit 0."""
+    loaded = _load(args.file)
+    print(f"{args.file}: ok ({len(loaded.warnings)} warning(s))")
+    return EXIT_OK
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """Render every node file of the cluster into a directory, atomically."""
+    loaded = _load(args.file)
+    written = write_tree(loaded.cluster, args.out, source=args.file)
+    print(f"rendered {written} files into {args.out}")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print a human summary: sites, nodes, GPUs, capacity."""
+    print(summary(_load(args.file)))
+    return EXIT_OK
+
+
+def cmd_schema(_: argparse.Namespace) -> int:
+    """Print the JSON Schema (Draft 2020-12) of the cluster file."""
+    print(json.dumps(cluster_schema(), indent=2, sort_keys=True))
+    return EXIT_OK
+
+
+def cluster_schema() -> dict[str, object]:
+    """JSON Schema of the cluster file for editors and CI."""
+    schema = Cluster.model_json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://gpucluster.dev/schema/cluster-v1.json",
+        **schema,
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with one sub-command per verb."""
+    parser = argparse.ArgumentParser(prog="gpucluster", description=__doc__)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    commands: list[tuple[str, Callable[[argparse.Namespace], int], bool]] = [
+        ("validate", cmd_validate, True),
+        ("render", cmd_render, True),
+        ("show", cmd_show, True),
+        ("schema", cmd_schema, False),
+    ]
+    for name, func, takes_file in commands:
+        sub = verbs.add_parser(name, help=(func.__doc__ or "").splitlines()[0])
+        if takes_file:
+            sub.add_argument(
+                "file",
+                nargs="?",
+                default=DEFAULT_CLUSTER_FILE,
+                help=f"cluster file (default {DEFAULT_CLUSTER_FILE})",
+            )
+        if name == "render":
+            sub.add_argument("--out", required=True, help="directory to write (replaced atomically)")
+        sub.set_defaults(func=func)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; bad input exits 2 with file:line: path: problem; hint."""
+    args = build_parser().parse_args(argv)
+    try:
+        result: int = args.func(args)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except RenderError as exc:
+        print(f"{getattr(args, 'file', '')}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""A human summary of a cluster: sites, node groups, GPUs and capacity."""
+
+from __future__ import annotations
+
+from gpucluster.spec.catalog import INSTANCE_TYPES
+from gpucluster.spec.hostlist import compress
+from gpucluster.spec.load import Loaded
+from gpucluster.spec.model import Cluster
+from gpucluster.spec.nodes import NodeGroup, node_groups
+
+
+def summary(loaded: Loaded) -> str:
+    """Multi-line text for `gpucluster show`."""
+    cluster = loaded.cluster
+    groups = node_groups(cluster)
+    lines = [_title(cluster, loaded.source), _versions(cluster)]
+    racks = [g for g in groups if g.site == "onprem"]
+    if cluster.onprem and racks:
+        lines.append(
+            f"On-prem ({cluster.onprem.management_cidr}): {len(racks)} rack(s), "
+            f"{_nodes(racks)} nodes, {_gpus(racks)} GPUs"
+        )
+        lines += [_rack_line(g) for g in racks]
+    clouds = [g for g in groups if g.site == "aws"]
+    if cluster.aws and clouds:
+        lines.append(
+            f"AWS {cluster.aws.availability_zone} (VPC {cluster.aws.vpc_cidr}): "
+            f"{len(clouds)} capacity group(s), up to {_nodes(clouds)} instances, "
+            f"{_gpus(clouds)} GPUs"
+        )
+        lines += _cloud_lines(cluster)
+    lines.append("Partitions:")
+    for partition in cluster.slurm.partitions:
+        mark = " (default)" if partition.default else ""
+        lines.append(f"  {partition.name}{mark}: {', '.join(partition.node_groups)}")
+    lines.append(f"Total: up to {_nodes(groups)} GPU nodes, {_gpus(groups)} GPUs")
+    return "\n".join(lines)
+
+
+def _title(cluster: Cluster, source: str) -> str:
+    accounting = "on" if cluster.slurm.accounting.enabled else "off"
+    return (
+        f"Cluster {cluster.name} ({source}): Slurm {cluster.versions.slurm}, "
+        f"controller {cluster.slurm.controller}, accounting {accounting}"
+    )
+
+
+def _versions(cluster: Cluster) -> str:
+    v = cluster.versions
+    return (
+        f"Software: NVIDIA driver {v.nvidia_driver} (branch {v.nvidia_driver_branch}), "
+        f"CUDA {v.cuda}, NCCL {v.nccl}, EFA installer {v.efa_installer}"
+    )
+
+
+def _nodes(groups: list[NodeGroup]) -> int:
+    return sum(len(g.hosts) for g in groups)
+
+
+def _gpus(groups: list[NodeGroup]) -> int:
+    return sum(len(g.hosts) * g.gpu_count for g in groups)
+
+
+def _rack_line(group: NodeGroup) -> str:
+    fabric = f"{group.fabric_ports} × {group.fabric.name}" if group.fabric else "no HCAs"
+    nvswitch = ", NVSwitch" if group.nvswitch else ""
+    return (
+        f"  {group.name:<12} {len(group.hosts):>3} nodes  {compress(list(group.hosts)):<24} "
+        f"{group.profile}: {group.gpu_count} × {group.gpu.name}{nvswitch}, {fabric}"
+    )
+
+
+def _cloud_lines(cluster: Cluster) -> list[str]:
+    assert cluster.aws is not None
+    lines = []
+    for group in cluster.aws.capacity:
+        itype = INSTANCE_TYPES[group.instance_type]
+        efa = f"EFA {group.efa_layout}" if group.efa else "no EFA"
+        placement = "cluster placement group" if group.uses_placement_group else "no placement group"
+        lines.append(
+            f"  {group.name:<12} {group.instance_type} {group.market}, {group.min_count}–{group.max_count} "
+            f"instances × {itype.gpu_count} GPUs, {efa}, {placement}, "
+            f"${itype.on_demand_usd_per_hour:.2f}/h on-demand list"
+        )
+    return lines

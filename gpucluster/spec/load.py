@@ -1,0 +1,84 @@
+"""The only code that reads a cluster file: YAML → validated, frozen Cluster, or findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+
+import yaml
+from pydantic import ValidationError
+
+from gpucluster.spec.checks import run_checks
+from gpucluster.spec.findings import Finding, SpecError
+from gpucluster.spec.model import Cluster
+from gpucluster.spec.pydantic_errors import findings_from
+from gpucluster.spec.yaml_positions import line_of, parse
+
+DEFAULT_CLUSTER_FILE = "clusters/example.yaml"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A valid cluster with the warnings found while loading it."""
+
+    cluster: Cluster
+    source: str
+    warnings: list[Finding] = field(default_factory=list)
+
+
+def load(path: str | FsPath) -> Loaded:
+    """Load and validate a cluster file; raise SpecError with every problem found."""
+    source = str(path)
+    try:
+        text = FsPath(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SpecError(
+            [
+                Finding(
+                    (),
+                    f"cannot read the file: {reason}",
+                    "check the path; FILE defaults to " + DEFAULT_CLUSTER_FILE,
+                ).located(source, 0)
+            ]
+        ) from None
+    return load_text(text, source)
+
+
+def load_text(text: str, source: str = "<string>") -> Loaded:
+    """Validate cluster-file text; `source` names it in messages."""
+    try:
+        data, lines, duplicates = parse(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(
+            [
+                Finding(
+                    (), f"not valid YAML: {problem}", "fix the indentation or quoting at that line"
+                ).located(source, line)
+            ]
+        ) from None
+    if duplicates:
+        raise SpecError([f.located(source, f.line) for f in duplicates])
+    if not isinstance(data, dict):
+        raise SpecError(
+            [
+                Finding(
+                    (),
+                    "the file must be a YAML mapping",
+                    "start with `apiVersion: gpucluster/v1` and `kind: Cluster`",
+                ).located(source, lines.get((), 1))
+            ]
+        )
+    try:
+        cluster = Cluster.model_validate(data)
+    except ValidationError as exc:
+        found = findings_from(exc, data, Cluster)
+        raise SpecError([f.located(source, line_of(f.path, lines)) for f in found]) from None
+    placed = [f.located(source, line_of(f.path, lines)) for f in run_checks(cluster)]
+    errors = [f for f in placed if f.level == "error"]
+    if errors:
+        raise SpecError(errors)
+    return Loaded(cluster, source, [f for f in placed if f.level == "warning"])

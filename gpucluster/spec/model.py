@@ -1,0 +1,24 @@
+"""The cluster file as typed, frozen values: the only shape the rest of gpucluster sees."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from gpucluster.spec.model_aws import Aws
+from gpucluster.spec.model_common import Name, Strict
+from gpucluster.spec.model_economics import Economics
+from gpucluster.spec.model_onprem import OnPrem
+from gpucluster.spec.model_software import Slurm, Versions
+
+
+class Cluster(Strict):
+    """One GPU training cluster, partly in AWS and partly on-prem, under one Slurm."""
+
+    apiVersion: Literal["gpucluster/v1"]  # noqa: N815 - the file's key, Kubernetes style
+    kind: Literal["Cluster"]
+    name: Name
+    versions: Versions = Versions()
+    slurm: Slurm
+    onprem: OnPrem | None = None
+    aws: Aws | None = None
+    economics: Economics = Economics()

@@ -1,0 +1,84 @@
+"""On-premises part of the cluster file: hardware profiles, service hosts and racks of GPU nodes."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv4Network
+from typing import Annotated, Literal
+
+from pydantic import Field, PositiveInt, StringConstraints
+
+from gpucluster.spec.model_common import HostName, Name, Strict
+
+HostPattern = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*(\[[0-9]+-[0-9]+\])?[a-z0-9-]*$")]
+
+
+class Gpus(Strict):
+    """The GPUs of a hardware profile."""
+
+    model: str  # GPU_MODELS key, checked by a validator
+    count: Annotated[int, Field(ge=0, le=16)] = 8
+
+
+class Hcas(Strict):
+    """InfiniBand host channel adapters of a hardware profile."""
+
+    count: Annotated[int, Field(ge=0, le=16)] = 8
+    fabric: Literal["ib-ndr400", "ib-hdr200"] = "ib-ndr400"
+    device_prefix: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]*$")] = "mlx5"
+
+
+class Cpus(Strict):
+    """CPU topology as Slurm's node line wants it."""
+
+    sockets: PositiveInt = 2
+    cores_per_socket: PositiveInt = 56
+    threads_per_core: Annotated[int, Field(ge=1, le=2)] = 2
+
+
+class HardwareProfile(Strict):
+    """What every node of a profile must have; acceptance checks compare hosts against it."""
+
+    gpus: Gpus
+    nvswitch: bool = True
+    hcas: Hcas = Hcas()
+    cpus: Cpus = Cpus()
+    memory_gib: PositiveInt = 2048
+    power_kw: Annotated[float, Field(gt=0, le=50)] = 10.2  # DGX H100 max system power
+
+
+class Host(Strict):
+    """One machine: a name and its management address."""
+
+    name: HostName
+    address: IPv4Address
+
+
+class NodeRange(Strict):
+    """Consecutive nodes named by a Slurm hostlist pattern, addresses counting up from the first."""
+
+    pattern: HostPattern  # e.g. gpu-a[01-04]
+    first_address: IPv4Address
+
+
+class Rack(Strict):
+    """A rack of GPU nodes of one hardware profile: a Slurm node group and a topology switch."""
+
+    name: Name
+    profile: Name
+    nodes: list[Host] = Field(default_factory=list)
+    node_range: NodeRange | None = None
+
+
+class ServiceHost(Host):
+    """A non-GPU host: Slurm controller, accounting database, login node."""
+
+    roles: list[Literal["controller", "accounting", "login"]] = Field(default_factory=list)
+
+
+class OnPrem(Strict):
+    """Racks in our own server rooms."""
+
+    management_cidr: IPv4Network
+    profiles: dict[Name, HardwareProfile] = Field(default_factory=dict)
+    service_hosts: list[ServiceHost] = Field(default_factory=list)
+    racks: list[Rack] = Field(default_factory=list)

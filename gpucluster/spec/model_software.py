@@ -1,0 +1,65 @@
+"""Pinned software versions and Slurm settings of a cluster."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from gpucluster.spec.model_common import HostName, Name, Strict, VersionPin
+
+DriverBranch = Annotated[str, StringConstraints(pattern=r"^[0-9]{3}$")]
+
+
+class Versions(Strict):
+    """Software versions, each pinned; cloud AMIs and rack roles install exactly these."""
+
+    nvidia_driver_branch: DriverBranch = "570"
+    nvidia_driver: VersionPin = "570.172.08"
+    cuda: VersionPin = "12.8"
+    nccl: VersionPin = "2.26.2-1"
+    slurm: VersionPin = "24.05.8"
+    efa_installer: VersionPin = "1.41.0"
+    aws_ofi_nccl: VersionPin = "1.14.2"
+
+
+class SchedulingPlugins(Strict):
+    """Slurm process tracking and task plugins; cgroup-based unless the site says otherwise."""
+
+    proctrack: Literal["proctrack/cgroup", "proctrack/linuxproc"] = "proctrack/cgroup"
+    task: Literal["task/cgroup,task/affinity", "task/affinity", "task/none"] = "task/cgroup,task/affinity"
+    jobacct_gather: Literal["jobacct_gather/cgroup", "jobacct_gather/linux"] = "jobacct_gather/cgroup"
+    select_parameters: Literal["CR_Core_Memory", "CR_Core", "CR_CPU_Memory"] = "CR_Core_Memory"
+
+
+class Accounting(Strict):
+    """Slurm accounting through slurmdbd backed by MariaDB."""
+
+    enabled: bool = True
+    host: HostName | None = None  # defaults to the controller
+    tres: list[str] = Field(default_factory=lambda: ["gres/gpu"])
+
+
+class Partition(Strict):
+    """A Slurm partition over node groups (racks or AWS capacity groups)."""
+
+    name: Name
+    node_groups: Annotated[list[Name], Field(min_length=1)]
+    default: bool = False
+    max_time: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"^(INFINITE|[0-9]+(-[0-9]{1,2}(:[0-9]{2}){0,2})?|[0-9]{1,2}(:[0-9]{2}){1,2})$"
+        ),
+    ] = "INFINITE"
+
+
+class Slurm(Strict):
+    """Where the controller runs, the partitions and the scheduling plugins."""
+
+    controller: HostName
+    accounting: Accounting = Accounting()
+    partitions: Annotated[list[Partition], Field(min_length=1)]
+    plugins: SchedulingPlugins = SchedulingPlugins()
+    slurmctld_port: Annotated[int, Field(ge=1024, le=65535)] = 6817
+    slurmd_port: Annotated[int, Field(ge=1024, le=65535)] = 6818

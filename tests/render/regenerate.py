@@ -1,0 +1,39 @@
+"""Regenerate the render golden files: `make golden`; review the diff before committing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from gpucluster.render_output import render_all
+from gpucluster.spec import load
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def golden_cases() -> dict[str, Path]:
+    """One golden case per shipped cluster file."""
+    return {p.stem: p for p in sorted((ROOT / "clusters").glob("*.yaml"))}
+
+
+def rendered(cluster_file: Path) -> dict[str, str]:
+    """Every file of a cluster, as `gpucluster render` writes it."""
+    source = str(cluster_file.relative_to(ROOT))
+    return render_all(load(cluster_file).cluster, source)
+
+
+def main() -> None:
+    """Rewrite tests/render/golden/<case>/ from the current templates."""
+    for case, path in golden_cases().items():
+        target = GOLDEN / case
+        shutil.rmtree(target, ignore_errors=True)
+        for relative, text in rendered(path).items():
+            out = target / relative
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        print(f"regenerated {target.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
