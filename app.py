@@ -7,6 +7,7 @@ import sys
 import aws_cdk as cdk
 
 from gpucluster.spec import DEFAULT_CLUSTER_FILE, SpecError, load
+from stacks.cluster_app import add_checks, build
 
 
 def main() -> None:
@@ -20,6 +21,8 @@ def main() -> None:
         sys.exit(2)
     for warning in loaded.warnings:
         print(warning, file=sys.stderr)
+    build(app, loaded.cluster, source=str(cluster_file))
+    add_checks(app)
     app.synth()
 
 

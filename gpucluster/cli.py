@@ -1,4 +1,4 @@
-"""The `gpucluster` command: validate, render, show and schema over one cluster file."""
+"""The `gpucluster` command: validate, render, show, schema and cost over one cluster file."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from gpucluster.cost.commands import add_verbs as add_cost_verbs
 from gpucluster.render import RenderError
 from gpucluster.render_output import write_tree
 from gpucluster.show import summary
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "render":
             sub.add_argument("--out", required=True, help="directory to write (replaced atomically)")
         sub.set_defaults(func=func)
+    add_cost_verbs(verbs, DEFAULT_CLUSTER_FILE)
     return parser
 
 

@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 import jinja2
 
-from gpucluster.render_context import munge_key_parameter, slurm_context
+from gpucluster.render_context import munge_key_parameter, onprem_hosts, slurm_context
 from gpucluster.render_fabric import fabric_context
 from gpucluster.spec.hostlist import compress
 from gpucluster.spec.model import Cluster
@@ -19,6 +19,8 @@ TEMPLATES_DIR: Final = Path(__file__).resolve().parent.parent / "templates"
 
 # Files every node of the cluster receives, byte-identical on cloud and rack nodes.
 SHARED_FILES: Final = ("slurm/slurm.conf", "slurm/gres.conf", "slurm/cgroup.conf", "slurm/topology.conf")
+# Files only racks receive (cloud nodes learn addresses from the VPC's DNS and Slurm's cloud_reg_addrs).
+ONPREM_FILES: Final = ("net/hosts",)
 # Files that depend on the node group's fabric (EFA or InfiniBand).
 GROUP_FILES: Final = ("nccl/nccl.conf", "nccl/fabric.env")
 # Where each rendered file lands on a node.
@@ -29,6 +31,7 @@ DESTINATIONS: Final = {
     "slurm/topology.conf": "/etc/slurm/topology.conf",
     "nccl/nccl.conf": "/etc/nccl.conf",
     "nccl/fabric.env": "/etc/gpucluster/fabric.env",
+    "net/hosts": "/etc/hosts (managed block)",
 }
 
 
@@ -72,9 +75,11 @@ def render(
     source = source or f"clusters/{cluster.name}.yaml"
     chosen = _choose_group(cluster, target, host, group)
     files = _render_shared(cluster, source)
-    if chosen is None:
-        return dict(files)
     out = dict(files)
+    if target == "onprem" and cluster.onprem is not None:
+        out.update(_render_onprem(cluster, source))
+    if chosen is None:
+        return out
     out.update(_render_group(cluster, chosen, source, files))
     return out
 
@@ -98,6 +103,11 @@ def _choose_group(cluster: Cluster, target: Target, host: str | None, group: str
 def _render_shared(cluster: Cluster, source: str) -> dict[str, str]:
     context = {"cluster": cluster, "slurm": slurm_context(cluster)}
     return {path: _render_one(path, source, context) for path in SHARED_FILES}
+
+
+def _render_onprem(cluster: Cluster, source: str) -> dict[str, str]:
+    context = {"cluster": cluster, "hosts": onprem_hosts(cluster)}
+    return {path: _render_one(path, source, context) for path in ONPREM_FILES}
 
 
 def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[str, str]) -> dict[str, str]:

@@ -12,7 +12,7 @@ from gpucluster.spec.nodes import NodeGroup, node_groups
 
 @dataclass(frozen=True)
 class ControllerHost:
-    """The Slurm controller's name and address."""
+    """A host's name and management address (the Slurm controller, or any rack host)."""
 
     name: str
     address: IPv4Address
@@ -69,6 +69,17 @@ def _host_address(cluster: Cluster, name: str) -> ControllerHost:
     if cluster.aws and cluster.aws.head_node and cluster.aws.head_node.name == name:
         return ControllerHost(name, cluster.aws.head_node.address)
     raise ValueError(f"host {name!r} has no address (the loader should have rejected this)")
+
+
+def onprem_hosts(cluster: Cluster) -> list[ControllerHost]:
+    """Every on-prem host with its management address, service hosts first."""
+    hosts = (
+        [ControllerHost(h.name, h.address) for h in cluster.onprem.service_hosts] if cluster.onprem else []
+    )
+    for group in node_groups(cluster):
+        if group.site == "onprem":
+            hosts += [ControllerHost(n, a) for n, a in zip(group.hosts, group.addresses, strict=True) if a]
+    return hosts
 
 
 def _node_line(group: NodeGroup) -> NodeLine:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator
 
+from gpucluster.spec.catalog import INSTANCE_TYPES
 from gpucluster.spec.model_common import Fraction, Strict
 
 Usd = Annotated[float, Field(ge=0)]
+PricesByType = dict[str, PositiveFloat]
 
 
 class OnPremEconomics(Strict):
@@ -21,6 +23,8 @@ class OnPremEconomics(Strict):
     staff_usd_per_month: Usd = 7500.0
     maintenance_fraction_per_year: Fraction = 0.08
     colocation_usd_per_month: Usd = 0.0
+    # Share of the profile's power_kw drawn when idle; 1.0 bills full power around the clock.
+    idle_power_fraction: Fraction = 1.0
 
 
 class Economics(Strict):
@@ -28,7 +32,24 @@ class Economics(Strict):
 
     expected_utilization: Fraction = 0.6
     onprem: OnPremEconomics = OnPremEconomics()
-    on_demand_usd_per_hour: dict[str, PositiveFloat] = Field(default_factory=dict)
-    spot_usd_per_hour: dict[str, PositiveFloat] = Field(default_factory=dict)
-    spot_interruptions_per_day: Annotated[float, Field(ge=0)] | None = None
+    on_demand_usd_per_hour: PricesByType = Field(default_factory=dict)
+    spot_usd_per_hour: PricesByType = Field(default_factory=dict)
+    savings_plan_1y_usd_per_hour: PricesByType = Field(default_factory=dict)
+    savings_plan_3y_usd_per_hour: PricesByType = Field(default_factory=dict)
+    capacity_block_usd_per_hour: PricesByType = Field(default_factory=dict)
+    spot_interruptions_per_day: Annotated[float, Field(ge=0)] | None = None  # per training job
     checkpoint_write_s: PositiveInt | None = None
+    restart_s: PositiveInt | None = None  # replace an instance, reload the last checkpoint
+    checkpoint_interval_method: Literal["young", "daly"] = "young"
+
+    @field_validator(
+        "savings_plan_1y_usd_per_hour", "savings_plan_3y_usd_per_hour", "capacity_block_usd_per_hour"
+    )
+    @classmethod
+    def _known_types(cls, prices: PricesByType) -> PricesByType:
+        unknown = sorted(set(prices) - set(INSTANCE_TYPES))
+        if unknown:
+            raise ValueError(
+                f"unknown instance type(s) {', '.join(unknown)}; use {', '.join(INSTANCE_TYPES)}"
+            )
+        return prices

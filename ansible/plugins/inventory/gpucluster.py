@@ -1,0 +1,70 @@
+"""Ansible inventory plugin: a gpucluster cluster file is an inventory (read through gpucluster.spec)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from ansible.errors import AnsibleParserError
+
+from ansible.plugins.inventory import BaseInventoryPlugin
+
+DOCUMENTATION = r"""
+    name: gpucluster
+    short_description: Hosts, groups and role variables from a gpucluster cluster file
+    description:
+      - "Recognises a YAML file with C(apiVersion: gpucluster/v1) and C(kind: Cluster)."
+      - "Loads it through gpucluster.spec (the project's only reader) and yields the on-prem hosts with
+        C(ansible_host), groups per site, rack, hardware profile and Slurm role, and the role variables."
+"""
+
+_MARKERS = (
+    re.compile(r"^apiVersion:\s*['\"]?gpucluster/v1", re.M),
+    re.compile(r"^kind:\s*['\"]?Cluster", re.M),
+)
+
+
+def _import_gpucluster() -> None:
+    try:
+        import gpucluster  # noqa: F401
+    except ImportError:
+        # Running from a checkout without the package installed: use the repository's copy.
+        sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+
+class InventoryModule(BaseInventoryPlugin):
+    """Turns a cluster file into hosts and groups."""
+
+    NAME = "gpucluster"
+
+    def verify_file(self, path: str) -> bool:
+        """Claim YAML files whose head says apiVersion gpucluster/v1 and kind Cluster."""
+        if not super().verify_file(path) or not path.endswith((".yaml", ".yml")):
+            return False
+        try:
+            head = Path(path).read_text(encoding="utf-8")[:4096]
+        except OSError:
+            return False
+        return all(marker.search(head) for marker in _MARKERS)
+
+    def parse(self, inventory, loader, path, cache=True):  # type: ignore[no-untyped-def]
+        """Load the cluster and add its hosts, groups and variables."""
+        super().parse(inventory, loader, path, cache)
+        _import_gpucluster()
+        from gpucluster.ansible_vars import inventory as cluster_inventory
+        from gpucluster.spec import SpecError, load
+
+        try:
+            loaded = load(path)
+        except SpecError as exc:
+            raise AnsibleParserError(str(exc)) from None
+        result = cluster_inventory(loaded.cluster, str(Path(path).resolve()))
+        for host, variables in result.hosts.items():
+            self.inventory.add_host(host)
+            for key, value in variables.items():
+                self.inventory.set_variable(host, key, value)
+        for group, members in result.groups.items():
+            self.inventory.add_group(group)
+            for host in members:
+                self.inventory.add_child(group, host)

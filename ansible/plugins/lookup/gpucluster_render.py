@@ -1,0 +1,63 @@
+"""Lookup plugin: the text of a node file from gpucluster.render (the one renderer)."""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from ansible.errors import AnsibleLookupError
+
+from ansible.plugins.lookup import LookupBase
+
+DOCUMENTATION = r"""
+    name: gpucluster_render
+    short_description: Render a node file of a gpucluster cluster
+    description:
+      - Returns the text gpucluster.render produces for the on-prem target, for the given host.
+    options:
+      _terms:
+        description: Relative paths of rendered files, e.g. slurm/slurm.conf.
+        required: true
+      cluster_file:
+        description: The cluster file (the inventory sets gpucluster_cluster_file).
+        required: true
+      host:
+        description: Host name; GPU nodes get their node group's files, other hosts the shared ones.
+        required: true
+"""
+
+
+@lru_cache(maxsize=8)
+def _rendered(cluster_file: str, mtime_ns: int, host: str) -> dict[str, str]:
+    del mtime_ns  # part of the cache key only: a changed file renders again
+    try:
+        import gpucluster  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from gpucluster.render import render
+    from gpucluster.spec import SpecError, load
+    from gpucluster.spec.nodes import group_of_host
+
+    try:
+        cluster = load(cluster_file).cluster
+    except SpecError as exc:
+        raise AnsibleLookupError(str(exc)) from None
+    gpu_node = group_of_host(cluster, host) is not None
+    return render(cluster, "onprem", host=host if gpu_node else None, source=cluster_file)
+
+
+class LookupModule(LookupBase):
+    """`lookup('gpucluster_render', 'slurm/slurm.conf', cluster_file=…, host=…)`."""
+
+    def run(self, terms, variables=None, **kwargs):  # type: ignore[no-untyped-def]
+        """Return one text per requested path."""
+        self.set_options(var_options=variables, direct=kwargs)
+        cluster_file = self.get_option("cluster_file")
+        files = _rendered(cluster_file, Path(cluster_file).stat().st_mtime_ns, self.get_option("host"))
+        missing = [t for t in terms if t not in files]
+        if missing:
+            raise AnsibleLookupError(
+                f"not rendered for this host: {', '.join(missing)}; have {sorted(files)}"
+            )
+        return [files[t] for t in terms]

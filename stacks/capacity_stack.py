@@ -1,0 +1,96 @@
+"""Capacity stack: node role, node security group, one GPU group per capacity group, optional head node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from gpucluster.render import render
+from gpucluster.render_context import munge_key_parameter
+from gpucluster.spec.model import Cluster
+from stacks.checkpoint_stack import CheckpointExports
+from stacks.parts.acks import acknowledge
+from stacks.parts.gpu_group import GpuGroup
+from stacks.parts.head_node import HeadNode
+from stacks.parts.network import ClusterNetwork
+from stacks.parts.node_role import NodeRole
+from stacks.parts.node_security_group import NodeSecurityGroup
+
+USER_DATA = "cloud-init/user-data"
+
+
+def asg_prefix(cluster_name: str) -> str:
+    """Prefix of every Auto Scaling group name of the cluster (the alert rule filters on it)."""
+    return f"gpucluster-{cluster_name}-"
+
+
+class CapacityStack(cdk.Stack):
+    """Everything that launches instances; stateless, so it can be replaced without losing data."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: Cluster,
+        source: str,
+        network: ClusterNetwork,
+        checkpoint: CheckpointExports | None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id_, **kwargs)
+        aws = cluster.aws
+        assert aws is not None
+        self.node_role = NodeRole(
+            self,
+            "Nodes",
+            bucket_arn=cdk.Fn.import_value(checkpoint.bucket_arn) if checkpoint else None,
+            prefix=checkpoint.prefix if checkpoint else "",
+            key_arn=cdk.Fn.import_value(checkpoint.key_arn) if checkpoint and checkpoint.key_arn else None,
+            munge_key_parameter=munge_key_parameter(cluster.name),
+            bucket_label=checkpoint.bucket_arn if checkpoint else "",
+        )
+        acknowledge(
+            self,
+            {
+                "Annotation::@aws-cdk/core:crossStackReferencesDefaultStrong": (
+                    "Strong references are intended: the network must not be deleted under running nodes."
+                ),
+            },
+        )
+        self.node_security_group = NodeSecurityGroup(
+            self, "NodeNetwork", vpc=network.vpc, vpc_cidr=aws.vpc_cidr, onprem_cidrs=list(aws.onprem_cidrs)
+        ).security_group
+        # Resolved by CloudFormation at deploy time: no AMI look-up during synth.
+        image = ec2.MachineImage.from_ssm_parameter(aws.ami_ssm_parameter, os=ec2.OperatingSystemType.LINUX)
+        self.groups = [
+            GpuGroup(
+                self,
+                group.name,
+                group=group,
+                asg_name=f"{asg_prefix(cluster.name)}{group.name}",
+                vpc=network.vpc,
+                subnet=network.gpu_subnet,
+                image=image,
+                role=self.node_role.role,
+                user_data=render(cluster, "aws", group=group.name, source=source)[USER_DATA],
+                node_group=self.node_security_group,
+            )
+            for group in aws.capacity
+        ]
+        self.head_node = None
+        if aws.head_node is not None:
+            self.head_node = HeadNode(
+                self,
+                "Head",
+                spec=aws.head_node,
+                vpc=network.vpc,
+                subnet=network.gpu_subnet,
+                subnet_cidr=network.gpu_cidr,
+                image=image,
+                role=self.node_role.role,
+                security_group=self.node_security_group,
+            )

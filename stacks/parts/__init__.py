@@ -1,0 +1,1 @@
+"""Reusable constructs, one per file; each takes keyword-only typed arguments."""

@@ -1,0 +1,135 @@
+"""One test-rack node: overlay root, own cgroup, own network namespace, systemd-nspawn --boot."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.rack.network import node_ns
+from tests.rack.sh import run
+
+CGROUP_HIERARCHIES = (Path("/sys/fs/cgroup/systemd"), Path("/sys/fs/cgroup/unified"))
+
+
+@dataclass(frozen=True)
+class Node:
+    """Where a node's files live and what it is called."""
+
+    rack: str
+    name: str
+    address: str
+    state: Path  # per-node directory: upper/, work/, root/ (merged), nspawn.log
+
+    @property
+    def root(self) -> Path:
+        """The merged root filesystem."""
+        return self.state / "root"
+
+    def cgroup_dirs(self) -> list[Path]:
+        """Per-node cgroup directories (nspawn --keep-unit puts payload/supervisor under them)."""
+        return [h / f"gcr-{self.rack}" / self.name for h in CGROUP_HIERARCHIES if h.exists()]
+
+
+def mount_root(node: Node, image: Path) -> None:
+    """Overlay the shared image with a per-node upper directory."""
+    for sub in ("upper", "work", "root"):
+        (node.state / sub).mkdir(parents=True, exist_ok=True)
+    options = f"lowerdir={image},upperdir={node.state / 'upper'},workdir={node.state / 'work'}"
+    run(["mount", "-t", "overlay", "overlay", "-o", options, str(node.root)])
+
+
+def personalise(node: Node, public_key: str, apt_proxy: str, gpu_count: int) -> None:
+    """Host name, host keys, root's authorized key, apt proxy, declared GPU device nodes."""
+    root = node.root
+    (root / "etc/hostname").write_text(f"{node.name}\n")
+    (root / "etc/hosts").write_text(f"127.0.0.1 localhost\n{node.address} {node.name}\n")
+    run(["ssh-keygen", "-A", "-f", str(root)])
+    ssh_dir = root / "root/.ssh"
+    ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (ssh_dir / "authorized_keys").write_text(public_key)
+    (ssh_dir / "authorized_keys").chmod(0o600)
+    (root / "etc/apt/apt.conf.d/81gpucluster-proxy").write_text(f'Acquire::http::Proxy "{apt_proxy}";\n')
+    if gpu_count:
+        _declare_gpus(root, gpu_count)
+
+
+def _declare_gpus(root: Path, count: int) -> None:
+    # nspawn's /dev is a fresh tmpfs at every boot, so the device nodes come from a oneshot unit.
+    # Character major 195 is NVIDIA's; nothing answers behind them: hardware checks must fail.
+    nodes = " ".join(f"/dev/nvidia{n}" for n in range(count))
+    script = "".join(f"mknod -m 666 /dev/nvidia{n} c 195 {n}; " for n in range(count))
+    unit = root / "etc/systemd/system/gpucluster-declared-gpus.service"
+    unit.write_text(
+        "[Unit]\nDescription=Declared GPU device nodes of the test rack (no hardware behind them)\n"
+        "Before=slurmd.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+        f"ExecStart=/bin/sh -c 'rm -f {nodes}; {script}'\n\n[Install]\nWantedBy=multi-user.target\n"
+    )
+    wants = root / "etc/systemd/system/multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    link = wants / unit.name
+    if not link.is_symlink():
+        link.symlink_to(f"/etc/systemd/system/{unit.name}")
+
+
+def boot(node: Node) -> int:
+    """Start systemd-nspawn --boot inside the node's own cgroup and namespace; return its PID."""
+    for directory in node.cgroup_dirs():
+        directory.mkdir(parents=True, exist_ok=True)
+    join = "; ".join(f"echo $$ > {d}/cgroup.procs" for d in node.cgroup_dirs())
+    nspawn = (
+        "exec systemd-nspawn --boot --register=no --keep-unit --console=passive "
+        f"--machine={node.name} --directory={node.root} "
+        f"--network-namespace-path=/run/netns/{node_ns(node.rack, node.name)}"
+    )
+    with (node.state / "nspawn.log").open("ab") as log:
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", f"{join}; {nspawn}"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return process.pid
+
+
+def cgroup_pids(node: Node) -> set[int]:
+    """PIDs still inside the node's cgroups: all of them descend from the nspawn we started."""
+    pids: set[int] = set()
+    for directory in node.cgroup_dirs():
+        for procs in directory.rglob("cgroup.procs") if directory.exists() else []:
+            pids.update(int(line) for line in procs.read_text().split())
+    return pids
+
+
+def kill_leftovers(node: Node) -> None:
+    """SIGKILL what a node left behind when its nspawn did not shut it down in time."""
+    for _ in range(50):
+        pids = cgroup_pids(node)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+    raise RuntimeError(f"processes {sorted(cgroup_pids(node))} of node {node.name} survive SIGKILL")
+
+
+def cleanup_mounts_and_cgroups(node: Node) -> None:
+    """Unmount the overlay and remove the node's cgroup and nspawn propagation directories."""
+    kill_leftovers(node)
+    if node.root.is_mount():
+        run(["umount", "-l", str(node.root)], check=False)
+    for directory in node.cgroup_dirs():
+        for child in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if child.is_dir():
+                child.rmdir()
+        if directory.exists():
+            directory.rmdir()
+    propagate = Path("/run/systemd/nspawn/propagate") / node.name
+    if propagate.exists():
+        run(["rm", "-rf", str(propagate)], check=False)

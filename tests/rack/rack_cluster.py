@@ -1,0 +1,51 @@
+"""The cluster file for a booted test rack (same schema as clusters/*.yaml)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def rack_cluster_file(rack: str, hosts: list[tuple[str, str]], gpus_per_node: int) -> dict[str, Any]:
+    """First host is controller and accounting; the rest form rack `rack-<name>` of compute nodes."""
+    (controller, controller_address), *computes = hosts
+    return {
+        "apiVersion": "gpucluster/v1",
+        "kind": "Cluster",
+        "name": f"testrack{rack}",
+        # Debian 12's own packages run on the test rack.
+        "versions": {"slurm": "22.05.8"},
+        "slurm": {
+            "controller": controller,
+            "accounting": {"enabled": True},
+            "partitions": [{"name": "debug", "node_groups": [f"rack-{rack}"], "default": True}],
+            # cgroup plugins cannot work inside nspawn on this kernel (v1 controllers are read-only,
+            # pure cgroup2 is refused as hybrid): the production default stays cgroup-based.
+            "plugins": {
+                "proctrack": "proctrack/linuxproc",
+                "task": "task/none",
+                "jobacct_gather": "jobacct_gather/linux",
+            },
+        },
+        "onprem": {
+            "management_cidr": "10.77.0.0/24",
+            "profiles": {
+                "testnode": {
+                    "gpus": {"model": "h100-sxm", "count": gpus_per_node},
+                    "nvswitch": False,
+                    "hcas": {"count": 0},
+                    "cpus": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
+                    "memory_gib": 1,
+                }
+            },
+            "service_hosts": [
+                {"name": controller, "address": controller_address, "roles": ["controller", "accounting"]}
+            ],
+            "racks": [
+                {
+                    "name": f"rack-{rack}",
+                    "profile": "testnode",
+                    "nodes": [{"name": name, "address": address} for name, address in computes],
+                }
+            ],
+        },
+    }
