@@ -10,7 +10,10 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help install demo test lint unit synth render bench golden clean
+RACK_DEBS := mmdebstrap systemd-container apt-cacher-ng socat iproute2 openssh-client
+N ?= 4
+
+.PHONY: help install rack-deps demo test lint unit synth render bench golden clean rack-up rack-down
 
 help:  ## list the verbs
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -32,9 +35,14 @@ $(CHECKOV_VENV)/.installed:
 	$(CHECKOV_VENV)/bin/pip install -q checkov==3.3.30
 	touch $@
 
+rack-deps:  ## Debian packages the test rack needs (as root; skipped when present)
+	@if dpkg -s $(RACK_DEBS) >/dev/null 2>&1; then echo "rack packages present"; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(RACK_DEBS); \
+	else echo "the test rack needs root to install: $(RACK_DEBS)"; fi
+
 install: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed  ## create the venvs and install the pinned CDK CLI
 
-demo: install  ## the main job on the embedded default: validate, show, render, cdk synth
+demo: install rack-deps  ## the embedded default: validate, show, render, cdk synth, then a local rack runs a job
 	@echo "==> gpucluster validate $(CLUSTER)"
 	@$(BIN)/gpucluster validate $(CLUSTER)
 	@echo "==> gpucluster show $(CLUSTER)"
@@ -44,14 +52,16 @@ demo: install  ## the main job on the embedded default: validate, show, render, 
 	@echo "==> npx cdk synth -c cluster=$(CLUSTER)"
 	@npx cdk synth -q -c cluster=$(CLUSTER)
 	@$(BIN)/python -m stacks.summary cdk.out
+	@echo "==> a local test rack: boot 3 nodes, converge with ansible/site.yml, run a 2-node job"
+	@$(BIN)/python -m tests.rack.demo
 	@echo "demo done: node files in build/, CloudFormation in cdk.out/"
 
-lint: install  ## ruff and mypy --strict
+lint: install  ## ruff and mypy --strict (ansible-lint runs in tests/ansible)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check gpucluster stacks tests bench app.py ansible/plugins
 	$(BIN)/mypy gpucluster stacks app.py
 
-unit: install  ## the Python test suite
+unit: install rack-deps  ## the Python test suite, including the end-to-end rack tests
 	$(BIN)/pytest -q
 
 test: lint unit  ## everything CI runs
@@ -68,6 +78,13 @@ golden: install  ## regenerate render golden files (review the diff!)
 bench: install  ## benchmarks: figures and ratios, no pass/fail
 	$(BIN)/python bench/validate.py
 	$(BIN)/python bench/synth.py
+	$(BIN)/python bench/rack.py
+
+rack-up: install rack-deps  ## boot a test rack of N nodes (default 4) on this machine
+	$(BIN)/python -m tests.rack up $(N)
+
+rack-down:  ## tear the test rack down (processes, mounts, namespaces, cgroups)
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m tests.rack down; else echo "no .venv: no rack was started"; fi
 
 clean:  ## remove build outputs (keeps .venv and node_modules)
 	rm -rf build cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -159,12 +159,22 @@ def efa_interfaces_cover_every_card(cluster: Cluster) -> Iterator[Finding]:
 
 
 def head_node_inside_vpc(cluster: Cluster) -> Iterator[Finding]:
-    """A cloud head node's fixed address must lie inside the VPC."""
-    if cluster.aws and cluster.aws.head_node and cluster.aws.head_node.address not in cluster.aws.vpc_cidr:
+    """A cloud head node's fixed address must be a usable address of the GPU subnet.
+
+    The GPU subnet is the lower half of aws.vpc_cidr (stacks/parts/network.py); AWS reserves the
+    first four and the last address of every subnet:
+    https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html
+    """
+    if not cluster.aws or not cluster.aws.head_node:
+        return
+    address = cluster.aws.head_node.address
+    subnet = next(cluster.aws.vpc_cidr.subnets(prefixlen_diff=1))
+    usable = address in subnet and 4 <= int(address) - int(subnet.network_address) < subnet.num_addresses - 1
+    if not usable:
         yield Finding(
             ("aws", "head_node", "address"),
-            f"{cluster.aws.head_node.address} is outside {cluster.aws.vpc_cidr}",
-            "use an address inside aws.vpc_cidr",
+            f"{address} is not a usable address of the GPU subnet {subnet}",
+            f"use an address inside {subnet} past its first four (the lower half of aws.vpc_cidr)",
         )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.rack.image import CACHE
 from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
 
-PORT = 3142
+PORT = 3149  # not apt-cacher-ng's default 3142, so a system instance cannot collide
 # No Remap-* lines: the package's default remaps the Debian mirror to another backend, which
 # answered 503 here and made `apt-get update` hang; without them requests go where sources point.
 CONFIG = """CacheDir: {cache}
