@@ -16,6 +16,8 @@ RULES: tuple[Rule, ...] = (
     checks_onprem.rack_profile_declared,
     checks_onprem.rack_declares_nodes,
     checks_onprem.addresses_in_management_cidr,
+    checks_onprem.subnet_manager_declared,
+    checks_onprem.ipoib_addresses_declared,
     checks_aws.availability_zone_in_region,
     checks_aws.instance_types_known,
     checks_aws.fallback_types_match,

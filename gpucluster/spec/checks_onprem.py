@@ -8,6 +8,8 @@ from gpucluster.spec.catalog import GPU_MODELS
 from gpucluster.spec.findings import Finding
 from gpucluster.spec.hostlist import expand
 from gpucluster.spec.model import Cluster
+from gpucluster.spec.model_onprem import Host, Rack
+from gpucluster.spec.nodes import rack_hosts
 
 
 def profile_gpu_model_known(cluster: Cluster) -> Iterator[Finding]:
@@ -92,3 +94,51 @@ def addresses_in_management_cidr(cluster: Cluster) -> Iterator[Finding]:
                 f"{count} addresses from {node_range.first_address} leave {cidr}",
                 hint,
             )
+
+
+def subnet_manager_declared(cluster: Cluster) -> Iterator[Finding]:
+    """The opensm host must be a declared on-prem host."""
+    if not cluster.onprem or cluster.onprem.subnet_manager is None:
+        return
+    names = {h.name for h in cluster.onprem.service_hosts}
+    names |= {h.name for rack in cluster.onprem.racks for h in _safe_hosts(rack)}
+    if cluster.onprem.subnet_manager not in names:
+        yield Finding(
+            ("onprem", "subnet_manager"),
+            f"{cluster.onprem.subnet_manager!r} is not a declared host",
+            "name a service host or rack node, or leave it out when the switches run the SM",
+        )
+
+
+def ipoib_addresses_declared(cluster: Cluster) -> Iterator[Finding]:
+    """Profiles with IPoIB need an address per node inside onprem.ipoib_cidr."""
+    if not cluster.onprem:
+        return
+    cidr = cluster.onprem.ipoib_cidr
+    for r_index, rack in enumerate(cluster.onprem.racks):
+        profile = cluster.onprem.profiles.get(rack.profile)
+        if profile is None or not profile.hcas.ipoib:
+            continue
+        path = ("onprem", "racks", r_index)
+        if cidr is None:
+            yield Finding(
+                ("onprem", "ipoib_cidr"),
+                f"profile {rack.profile!r} enables IPoIB without a network",
+                "set onprem.ipoib_cidr",
+            )
+            return
+        for host in _safe_hosts(rack):
+            if host.ipoib_address is None or host.ipoib_address not in cidr:
+                yield Finding(
+                    path,
+                    f"node {host.name} needs an IPoIB address inside {cidr}",
+                    "set ipoib_address on each node or node_range.first_ipoib_address",
+                )
+                break
+
+
+def _safe_hosts(rack: Rack) -> list[Host]:
+    try:
+        return rack_hosts(rack)
+    except ValueError:
+        return []

@@ -25,6 +25,18 @@ class Hcas(Strict):
     count: Annotated[int, Field(ge=0, le=16)] = 8
     fabric: Literal["ib-ndr400", "ib-hdr200"] = "ib-ndr400"
     device_prefix: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]*$")] = "mlx5"
+    stack: Literal["rdma-core", "doca-ofed"] = "rdma-core"
+    gpudirect_rdma: bool = True  # load nvidia-peermem so NCCL can DMA between GPUs and HCAs
+    ipoib: bool = False  # configure IPoIB addresses from the hosts' ipoib_address
+
+
+class Acceptance(Strict):
+    """What a node of the profile must prove before Slurm takes jobs on it; unset = catalog default."""
+
+    dcgm_level: Annotated[int, Field(ge=1, le=4)] = 2
+    nccl_test_size: Annotated[str, StringConstraints(pattern=r"^[0-9]+[KMG]$")] = "1G"
+    min_single_node_busbw_gbs: Annotated[float, Field(gt=0)] | None = None
+    min_multi_node_busbw_gbs: Annotated[float, Field(gt=0)] | None = None
 
 
 class Cpus(Strict):
@@ -44,6 +56,10 @@ class HardwareProfile(Strict):
     cpus: Cpus = Cpus()
     memory_gib: PositiveInt = 2048
     power_kw: Annotated[float, Field(gt=0, le=50)] = 10.2  # DGX H100 max system power
+    # full: driver, kernel modules, fabric manager, services. userspace: libraries and tools only,
+    # for nodes without the hardware (the test rack), which then fail acceptance clearly.
+    install_mode: Literal["full", "userspace"] = "full"
+    acceptance: Acceptance = Acceptance()
 
 
 class Host(Strict):
@@ -51,6 +67,7 @@ class Host(Strict):
 
     name: HostName
     address: IPv4Address
+    ipoib_address: IPv4Address | None = None
 
 
 class NodeRange(Strict):
@@ -58,6 +75,7 @@ class NodeRange(Strict):
 
     pattern: HostPattern  # e.g. gpu-a[01-04]
     first_address: IPv4Address
+    first_ipoib_address: IPv4Address | None = None
 
 
 class Rack(Strict):
@@ -79,6 +97,9 @@ class OnPrem(Strict):
     """Racks in our own server rooms."""
 
     management_cidr: IPv4Network
+    ipoib_cidr: IPv4Network | None = None
+    subnet_manager: HostName | None = None  # host that runs opensm; None when the switches run one
+    package_mirror: Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$")] | None = None
     profiles: dict[Name, HardwareProfile] = Field(default_factory=dict)
     service_hosts: list[ServiceHost] = Field(default_factory=list)
     racks: list[Rack] = Field(default_factory=list)

@@ -21,6 +21,8 @@ class Versions(Strict):
     slurm: VersionPin = "24.05.8"
     efa_installer: VersionPin = "1.41.0"
     aws_ofi_nccl: VersionPin = "1.14.2"
+    dcgm: VersionPin = "3.3.9"
+    nccl_tests: VersionPin = "2.13.11"
 
 
 class SchedulingPlugins(Strict):

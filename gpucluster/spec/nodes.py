@@ -54,7 +54,11 @@ def rack_hosts(rack: Rack) -> list[Host]:
     if rack.node_range is not None:
         first = rack.node_range.first_address
         names = expand(rack.node_range.pattern)
-        hosts += [Host(name=n, address=first + i) for i, n in enumerate(names)]
+        ipoib = rack.node_range.first_ipoib_address
+        hosts += [
+            Host(name=n, address=first + i, ipoib_address=ipoib + i if ipoib else None)
+            for i, n in enumerate(names)
+        ]
     return hosts
 
 

@@ -35,6 +35,9 @@ def rack_cluster_file(rack: str, hosts: list[tuple[str, str]], gpus_per_node: in
                     "hcas": {"count": 0},
                     "cpus": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
                     "memory_gib": 1,
+                    # No GPUs or HCAs behind the declared devices: install user space only, and
+                    # acceptance must fail every hardware check.
+                    "install_mode": "userspace",
                 }
             },
             "service_hosts": [

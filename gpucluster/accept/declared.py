@@ -1,0 +1,67 @@
+"""What the cluster file declares for one rack node, resolved with catalog defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucluster.accept.errors import AcceptInputError
+from gpucluster.spec.catalog import Fabric, GpuModel
+from gpucluster.spec.model import Cluster
+from gpucluster.spec.nodes import group_of_host
+from gpucluster.spec.thresholds import multi_node_min_busbw_gbs, single_node_min_busbw_gbs
+
+
+@dataclass(frozen=True)
+class Declared:
+    """The hardware and software a node must show, from its rack's hardware profile."""
+
+    cluster: str
+    host: str
+    profile: str
+    gpu: GpuModel
+    gpu_count: int
+    nvswitch: bool
+    hca_count: int
+    fabric: Fabric | None
+    hca_prefix: str
+    gpudirect_rdma: bool
+    driver_version: str
+    dcgm_level: int
+    min_single_node_busbw_gbs: float
+    min_multi_node_busbw_gbs: float | None
+
+
+def declared_for(cluster: Cluster, host: str) -> Declared:
+    """Resolve `host`'s profile; raise AcceptInputError for hosts that are not in a rack."""
+    group = group_of_host(cluster, host)
+    if group is None or group.site != "onprem" or cluster.onprem is None:
+        racks = [r.name for r in cluster.onprem.racks] if cluster.onprem else []
+        raise AcceptInputError(
+            f"host {host!r} is not a node of any rack in cluster {cluster.name!r}; "
+            f"acceptance covers rack nodes (racks: {', '.join(racks) or 'none'})"
+        )
+    profile = cluster.onprem.profiles[group.profile]
+    acceptance = profile.acceptance
+    fabric = group.fabric
+    return Declared(
+        cluster=cluster.name,
+        host=host,
+        profile=group.profile,
+        gpu=group.gpu,
+        gpu_count=group.gpu_count,
+        nvswitch=group.nvswitch,
+        hca_count=group.fabric_ports,
+        fabric=fabric,
+        hca_prefix=group.hca_prefix,
+        gpudirect_rdma=profile.hcas.gpudirect_rdma,
+        driver_version=cluster.versions.nvidia_driver,
+        dcgm_level=acceptance.dcgm_level,
+        min_single_node_busbw_gbs=single_node_min_busbw_gbs(
+            group.gpu.key, acceptance.min_single_node_busbw_gbs
+        ),
+        min_multi_node_busbw_gbs=(
+            multi_node_min_busbw_gbs(fabric.key, group.fabric_ports, acceptance.min_multi_node_busbw_gbs)
+            if fabric is not None
+            else None
+        ),
+    )

@@ -1,0 +1,170 @@
+"""`python -m gpucluster.accept evaluate|summarize` in-process, and thresholds with profile overrides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpucluster.accept.__main__ import main
+from gpucluster.accept.declared import declared_for
+from gpucluster.accept.report import DRAIN_REASON_MAX_CHARS, drain_reason
+from gpucluster.accept.results import failed, passed
+from gpucluster.spec import load_text
+from gpucluster.spec.catalog import FABRICS, GPU_MODELS
+from gpucluster.spec.thresholds import MULTI_NODE_BUSBW_PER_PORT, SINGLE_NODE_BUSBW
+from tests.conftest import ROOT
+from tests.unit.test_accept_checks import node_commands
+
+EXAMPLE = ROOT / "clusters" / "example.yaml"
+TESTRACK_OBS = ROOT / "tests" / "unit" / "samples" / "accept" / "testrack" / "observations.json"
+TESTRACK_REASON = (
+    "gpu_count: expected 8 x NVIDIA H100 80GB HBM3, found 0 GPUs "
+    "(nvidia-smi: NVIDIA-SMI has failed because it couldnt communicate with the NVIDIA driver.)"
+)
+
+
+def write_obs(tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / f"{kind}.observations.json"
+    path.write_text(json.dumps({"commands": node_commands(kind)}), encoding="utf-8")
+    return path
+
+
+def evaluate(cluster: Path, host: str, obs: Path, out: Path) -> int:
+    args = ["evaluate", "--cluster", str(cluster), "--host", host, "--observations", str(obs)]
+    return main([*args, "--out", str(out)])
+
+
+def test_evaluate_testrack_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert evaluate(EXAMPLE, "gpu-a01", TESTRACK_OBS, tmp_path) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert line == {"host": "gpu-a01", "passed": False, "drain_reason": TESTRACK_REASON}
+    report = json.loads((tmp_path / "gpu-a01.json").read_text())
+    assert (report["cluster"], report["host"], report["profile"], report["passed"]) == (
+        "example",
+        "gpu-a01",
+        "dgx-h100",
+        False,
+    )
+    assert report["drain_reason"] == TESTRACK_REASON
+    assert report["checks"][0] == {
+        "name": "gpu_count",
+        "status": "fail",
+        "expected": "8 × NVIDIA H100 80GB HBM3",
+        "found": "0 GPUs",
+        "message": "expected 8 × NVIDIA H100 80GB HBM3, found 0 GPUs "
+        "(nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.)",
+    }
+    assert report["timestamp"].endswith("+00:00")
+
+
+def test_evaluate_then_summarize(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path  # the playbook keeps HOST.observations.json next to the reports
+    for host, kind in [("gpu-a01", "healthy"), ("gpu-a02", "unhealthy"), ("gpu-a03", "testrack")]:
+        assert evaluate(EXAMPLE, host, write_obs(tmp_path, kind), out) == 0
+    capsys.readouterr()
+    assert main(["summarize", "--reports", str(out)]) == 0
+    markdown = capsys.readouterr().out
+    assert markdown == (out / "summary.md").read_text()
+    lines = markdown.splitlines()
+    assert lines[0] == "Acceptance: 1 of 3 nodes passed (example)."
+    assert lines[2:5] == ["| host | passed | failed checks |", "| --- | --- | --- |", "| gpu-a01 | yes | — |"]
+    assert lines[5].startswith("| gpu-a02 | no | `ecc_errors`, `nvlink_up`, `hca_state_active`")
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["nodes"], summary["passed"], summary["failed"]) == (3, 1, 2)
+    assert summary["hosts"][1]["drain_reason"].startswith("ecc_errors: expected 0 ECC errors")
+    assert summary["hosts"][0]["drain_reason"] is None
+    # summarizing again ignores its own summary.json
+    assert main(["summarize", "--reports", str(out)]) == 0
+
+
+def _bad(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("obs_text", "host", "message"),
+    [
+        (None, "gpu-a01", "cannot read the file"),
+        ("{not json", "gpu-a01", "not valid JSON"),
+        ('{"cmds": {}}', "gpu-a01", 'expected a JSON object {"commands"'),
+        ('{"commands": {"nvidia_smi": null}}', "gpu-a01", "commands.nvidia_smi: unknown command; known:"),
+        ('{"commands": {"ibstat": {"rc": "0"}}}', "gpu-a01", "commands.ibstat.rc: expected an integer"),
+        ('{"commands": {"ibstat": {"rc": 0, "stdout": 3}}}', "gpu-a01", "stdout and stderr must be strings"),
+        ('{"commands": {"ibstat": []}}', "gpu-a01", "commands.ibstat: expected an object"),
+        ('{"commands": {}}', "head01", "host 'head01' is not a node of any rack in cluster 'example'"),
+    ],
+)
+def test_evaluate_bad_input_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], obs_text: str | None, host: str, message: str
+) -> None:
+    obs = _bad(tmp_path, "obs.json", obs_text) if obs_text is not None else tmp_path / "missing.json"
+    assert evaluate(EXAMPLE, host, obs, tmp_path / "out") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: ")
+    assert message in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_evaluate_bad_cluster_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = _bad(tmp_path, "c.yaml", "apiVersion: gpucluster/v1\nkind: Cluster\n")
+    assert evaluate(cluster, "gpu-a01", TESTRACK_OBS, tmp_path) == 2
+    assert "c.yaml" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [None, "{}", "[1]"])
+def test_summarize_bad_input_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None
+) -> None:
+    if content is not None:
+        _bad(tmp_path, "gpu-a01.json", content)
+    assert main(["summarize", "--reports", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    assert main(["summarize", "--reports", str(tmp_path / "nope")]) == 2
+
+
+def test_drain_reason_fits_slurm() -> None:
+    long = failed("gpu_model", "x", "y" * 300, 'it\'s "quoted"\nand `multi-line` ≥ ×')
+    reason = drain_reason([passed("gpu_count", "8", "8"), long])
+    assert reason is not None
+    assert len(reason) == DRAIN_REASON_MAX_CHARS
+    assert reason.startswith("gpu_model: expected x, found yyy")
+    assert reason.endswith("...")
+    assert not set("'\"`\n") & set(reason)
+    assert reason.isascii()
+    assert drain_reason([passed("gpu_count", "8", "8")]) is None
+
+
+def test_every_catalog_gpu_and_infiniband_fabric_has_a_sourced_threshold() -> None:
+    assert set(SINGLE_NODE_BUSBW) == set(GPU_MODELS)
+    assert set(MULTI_NODE_BUSBW_PER_PORT) == {k for k, f in FABRICS.items() if f.kind == "infiniband"}
+    for figure in [*SINGLE_NODE_BUSBW.values(), *MULTI_NODE_BUSBW_PER_PORT.values()]:
+        assert figure.min_busbw_gbs > 0
+        assert figure.source.url.startswith("https://")
+        assert figure.note
+
+
+def test_profile_overrides_thresholds_and_dcgm_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = EXAMPLE.read_text().replace(
+        "      power_kw: 10.2\n",
+        "      power_kw: 10.2\n"
+        "      acceptance: {dcgm_level: 3, min_single_node_busbw_gbs: 300, min_multi_node_busbw_gbs: 250}\n",
+    )
+    declared = declared_for(load_text(text).cluster, "gpu-b01")
+    assert (declared.dcgm_level, declared.min_single_node_busbw_gbs, declared.min_multi_node_busbw_gbs) == (
+        3,
+        300,
+        250,
+    )
+    cluster = _bad(tmp_path, "override.yaml", text)
+    assert evaluate(cluster, "gpu-b01", write_obs(tmp_path, "unhealthy"), tmp_path) == 0
+    checks = {c["name"]: c for c in json.loads((tmp_path / "gpu-b01.json").read_text())["checks"]}
+    assert checks["nccl_single_node"]["status"] == "pass"
+    assert checks["nccl_single_node"]["expected"] == "all_reduce busbw ≥ 300 GB/s at ≥ 1 GiB on 8 GPUs"
+    assert checks["dcgm_diag"]["expected"] == "dcgmi diag -r 3: no test failed"
