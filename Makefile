@@ -78,6 +78,7 @@ golden: install  ## regenerate render golden files (review the diff!)
 bench: install  ## benchmarks: figures and ratios, no pass/fail
 	$(BIN)/python bench/validate.py
 	$(BIN)/python bench/synth.py
+	$(BIN)/python bench/review.py
 	$(BIN)/python bench/rack.py
 
 rack-up: install rack-deps  ## boot a test rack of N nodes (default 4) on this machine

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from gpucluster.cost.commands import add_verbs as add_cost_verbs
 from gpucluster.render import RenderError
 from gpucluster.render_output import write_tree
+from gpucluster.review.command import add_verbs as add_review_verbs
 from gpucluster.show import summary
 from gpucluster.spec import DEFAULT_CLUSTER_FILE, Cluster, Loaded, SpecError, load
 
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--out", required=True, help="directory to write (replaced atomically)")
         sub.set_defaults(func=func)
     add_cost_verbs(verbs, DEFAULT_CLUSTER_FILE)
+    add_review_verbs(verbs)
     return parser
 
 

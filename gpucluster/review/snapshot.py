@@ -1,0 +1,76 @@
+"""What one tree says about one cluster file: model, node files, hosts, monthly cost.
+
+Runs in a child Python whose import path starts at the tree, so the base is rendered and costed
+with the base's own code and templates, exactly as it would have been deployed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpucluster.review.errors import ReviewError
+
+# Uses only the long-standing public functions so it also runs against older base commits.
+_SCRIPT = """
+import json, sys
+from gpucluster.spec import load
+from gpucluster.render_output import render_all, manifest
+from gpucluster.cost.analysis import build_report
+path = sys.argv[1]
+cluster = load(path).cluster
+files = render_all(cluster, path)
+try:
+    cost = build_report(cluster, path).monthly_total_usd
+except Exception as exc:  # a cluster without economics still reviews; the cost line says why
+    cost = None
+    print(f"cost: {exc}", file=sys.stderr)
+hosts = {g: v["hosts"] for g, v in manifest(cluster, files)["groups"].items()}
+json.dump({"model": cluster.model_dump(mode="json"), "files": files, "hosts": hosts,
+           "monthly_usd": cost}, sys.stdout)
+"""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One side of a review for one cluster file; `exists` is False when the file is absent."""
+
+    exists: bool
+    model: dict[str, object]
+    files: dict[str, str]
+    hosts: dict[str, list[str]]  # node group → host names
+    monthly_usd: float | None
+
+
+EMPTY = Snapshot(exists=False, model={}, files={}, hosts={}, monthly_usd=None)
+
+
+def take(tree: Path, cluster_file: str) -> Snapshot:
+    """Load, render and cost cluster_file with the code in tree; a load error is bad input."""
+    if not (tree / cluster_file).is_file():
+        return EMPTY
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, '.'); " + _SCRIPT, cluster_file],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise ReviewError(f"{cluster_file} at {tree}: cannot load or render:\n{_tail(result.stderr)}")
+    data = json.loads(result.stdout)
+    cost = data["monthly_usd"]
+    return Snapshot(
+        exists=True,
+        model=data["model"],
+        files=data["files"],
+        hosts=data["hosts"],
+        monthly_usd=float(cost) if cost is not None else None,
+    )
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])

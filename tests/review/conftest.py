@@ -1,0 +1,94 @@
+"""A temporary git repository built from the example, with one branch per reviewed change."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from gpucluster.review import Review, review
+
+ROOT = Path(__file__).resolve().parents[2]
+COPY = ("clusters/example.yaml", "app.py", "cdk.json", "stacks", "gpucluster", "templates", "package.json")
+LINK = ("node_modules",)
+EXAMPLE = "clusters/example.yaml"
+SPOT_GROUP = """      max_count: 8
+    - name: p5-spot-b
+      instance_type: p5.48xlarge
+      market: spot
+      min_count: 0
+      max_count: 4
+"""
+# Each change is a (old, new) text replacement in the example; all are one-field edits a PR would make.
+CHANGES: dict[str, list[tuple[str, str]]] = {
+    "retention": [("noncurrent_version_days: 30", "noncurrent_version_days: 7\n    retention_days: 90")],
+    "spot": [("      max_count: 8\n", SPOT_GROUP)],
+    "partition": [('max_time: "2-00:00:00"', 'max_time: "1-00:00:00"')],
+    "driver": [('nvidia_driver_branch: "570"', 'nvidia_driver_branch: "575"'),
+               ('nvidia_driver: "570.172.08"', 'nvidia_driver: "575.57.08"')],
+}  # fmt: skip
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in the test repository."""
+    env_args = ["-c", "user.name=review test", "-c", "user.email=review@test", "-c", "commit.gpgsign=false"]
+    return subprocess.run(
+        ["git", "-C", str(repo), *env_args, *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def build_repo(target: Path) -> Path:
+    """Copy the project files synth and render need, commit them as `base`, one branch per change."""
+    target.mkdir(parents=True)
+    for name in COPY:
+        src, dst = ROOT / name, target / name
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    for name in LINK:
+        (target / name).symlink_to(ROOT / name)
+    (target / ".gitignore").write_text("node_modules\n__pycache__/\n*.pyc\nbuild/\ncdk.out/\n")
+    git(target, "init", "-q", "-b", "main")
+    git(target, "add", "-A")
+    git(target, "commit", "-q", "-m", "base")
+    git(target, "tag", "base")
+    text = (target / EXAMPLE).read_text()
+    for branch, edits in CHANGES.items():
+        changed = text
+        for old, new in edits:
+            assert old in changed, f"{branch}: {old!r} not in the example any more"
+            changed = changed.replace(old, new, 1)
+        git(target, "checkout", "-q", "-b", branch, "base")
+        (target / EXAMPLE).write_text(changed)
+        git(target, "commit", "-q", "-am", branch)
+    git(target, "checkout", "-q", "main")
+    return target
+
+
+@pytest.fixture(scope="session")
+def review_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary repository; the work tree is the base commit."""
+    return build_repo(tmp_path_factory.mktemp("review") / "repo")
+
+
+@pytest.fixture(scope="session")
+def reviewed(review_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Review]:
+    """review(branch) → the review of that branch against `base`, each synth done once per session."""
+    cache_dir = tmp_path_factory.mktemp("synth-cache")
+
+    @cache
+    def run(branch: str) -> Review:
+        return review(review_repo, "base", branch, cache_dir=cache_dir)
+
+    # The base synth first (shared by all), then the heads two at a time (two cores here).
+    run("partition")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(run, ["retention", "spot", "driver"]))
+    return run

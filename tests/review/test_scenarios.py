@@ -1,0 +1,104 @@
+"""End to end in a temporary git repository: each PR-like change reviewed against `base`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpucluster.cli import main
+from gpucluster.review import Review, as_json, as_markdown, review
+from gpucluster.review.command import exit_status
+from gpucluster.review.report import MARKER, NO_CHANGES
+
+Reviewed = Callable[[str], Review]
+
+
+def table(markdown: str) -> list[str]:
+    """The summary-table rows of the Markdown (the first table, header and rule left out)."""
+    lines = markdown.splitlines()
+    start = lines.index("| Impact | Change |") + 2
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    return lines[start:end]
+
+
+def test_retention_shortened_is_flagged_as_data_loss(reviewed: Reviewed) -> None:
+    result = reviewed("retention")
+    md = as_markdown(result)
+    rows = table(md)
+    assert rows[0].startswith("| 🔴 data-loss risk |"), rows
+    assert any(
+        "aws.checkpoint.noncurrent_version_days: 30 days → 7 days: retention shortened" in r for r in rows
+    )
+    assert any("aws.checkpoint.retention_days: kept forever → 90 days" in r for r in rows)
+    assert "CheckpointsBucket" in md  # the lifecycle change shows in the CloudFormation details
+    assert exit_status(result, ["data-loss"]) == 3
+    assert exit_status(result, ["replace"]) == 0
+
+
+def test_adding_spot_capacity_shows_cost_and_new_resources(reviewed: Reviewed) -> None:
+    result = reviewed("spot")
+    md = as_markdown(result)
+    cluster = result.clusters[0]
+    assert cluster.cost_before_usd is not None and cluster.cost_after_usd is not None
+    assert cluster.cost_after_usd > cluster.cost_before_usd
+    assert "**Cost:** $" in md and "/month → $" in md and "(+$" in md
+    added = {r.logical_id for s in cluster.stacks for r in s.resources if r.change == "add"}
+    assert any(x.startswith("p5spotbGroup") for x in added), added
+    assert any(
+        "instance replacement / capacity change" in r and "new capacity: min 0, max 4" in r for r in table(md)
+    )
+    assert "| add | WILL_CREATE |" in md
+    # four new Slurm nodes: the controller must restart, every node gets the new slurm.conf
+    assert any("slurmctld restart needed (nodes added or removed)" in r for r in table(md))
+    assert exit_status(result, ["replace"]) == 3
+
+
+def test_partition_change_is_reconfigure_only(reviewed: Reviewed) -> None:
+    md = as_markdown(reviewed("partition"))
+    rows = table(md)
+    assert any(
+        "`/etc/slurm/slurm.conf` on 21 host(s): `scontrol reconfigure` only, no restart" in r for r in rows
+    ), rows
+    assert not any("restart" in r and "no restart" not in r for r in rows), rows
+    assert "-PartitionName=cloud Nodes=p5-od-[1-4],p5-spot-[1-8] Default=NO MaxTime=2-00:00:00 State=UP" in md
+    assert "+PartitionName=cloud Nodes=p5-od-[1-4],p5-spot-[1-8] Default=NO MaxTime=1-00:00:00 State=UP" in md
+    assert "data-loss" not in md
+
+
+def test_driver_bump_reboots_the_gpu_nodes(reviewed: Reviewed) -> None:
+    result = reviewed("driver")
+    md = as_markdown(result)
+    rows = table(md)
+    assert any(
+        "nvidia_driver_branch 570 → 575" in r and "rolling reboot of 8 GPU nodes on-prem" in r for r in rows
+    ), rows
+    assert "gpu-a01, gpu-a02, gpu-a03, gpu-a04, gpu-b01" in md
+    assert (
+        "12 cloud nodes get the driver from the AMI (aws.ami_ssm_parameter): publish one with 575.57.08" in md
+    )
+    assert exit_status(result, ["data-loss", "replace", "security"]) == 0
+
+
+def test_no_change_says_so(review_repo: Path, tmp_path: Path) -> None:
+    result = review(review_repo, "base", cache_dir=tmp_path)  # the work tree is the base commit
+    md = as_markdown(result)
+    assert md.splitlines()[0] == MARKER
+    assert NO_CHANGES in md and "No changes" in md
+    assert '"no_changes": true' in as_json(result)
+
+
+def test_cli_json_out_and_bad_cluster(
+    review_repo: Path, tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    monkeypatch.chdir(review_repo)
+    out = tmp_path / "review.json"
+    assert (
+        main(["review", "--base", "base", "--format", "json", "--out", str(out), "--fail-on", "data-loss"])
+        == 0
+    )
+    assert json.loads(out.read_text())["no_changes"] is True
+    assert main(["review", "--base", "base", "--cluster", "clusters/nope.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "clusters/nope.yaml: no such cluster file" in err and "Traceback" not in err
