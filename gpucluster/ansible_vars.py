@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.spec.model import Cluster
-from gpucluster.spec.nodes import node_groups
+from gpucluster.spec.model_onprem import Host, OnPrem
+from gpucluster.spec.nodes import node_groups, rack_hosts
 
 # Fixed ids so files on shared storage and munge credentials agree on every node.
 SLURM_UID = 64030
@@ -40,14 +41,24 @@ def inventory(cluster: Cluster, source: str) -> Inventory:
     controller = cluster.slurm.controller
     accounting_host = cluster.slurm.accounting.host or controller
     common = _common_vars(cluster, source)
+    result.groups["infiniband_subnet_manager"] = []  # always defined, so site.yml's play never warns
     for service in cluster.onprem.service_hosts:
         result.hosts[service.name] = {**common, "ansible_host": str(service.address)}
         result.add(service.name, "site_onprem", "service_hosts")
+        if service.name == cluster.onprem.subnet_manager:
+            # A service host runs opensm only: it has no hardware profile, so no GPU stack.
+            result.hosts[service.name]["net_infiniband_subnet_manager"] = True
+            result.add(service.name, "infiniband_subnet_manager")
     for group in node_groups(cluster):
         if group.site != "onprem":
             continue
         for name, address in zip(group.hosts, group.addresses, strict=True):
-            result.hosts[name] = {**common, **_node_vars(group.gpu_count), "ansible_host": str(address)}
+            result.hosts[name] = {
+                **common,
+                **_node_vars(group.gpu_count),
+                **gpu_stack_vars(cluster, group.profile, name),
+                "ansible_host": str(address),
+            }
             result.add(
                 name,
                 "site_onprem",
@@ -55,6 +66,8 @@ def inventory(cluster: Cluster, source: str) -> Inventory:
                 _group_name("profile", group.profile),
                 "slurm_compute",
             )
+            if name == cluster.onprem.subnet_manager:
+                result.add(name, "infiniband_subnet_manager")
     if controller in result.hosts:
         result.add(controller, "slurm_controller")
     if cluster.slurm.accounting.enabled and accounting_host in result.hosts:
@@ -80,3 +93,49 @@ def _node_vars(gpu_count: int) -> dict[str, Any]:
     return {
         "slurm_node_gpu_devices": [f"/dev/nvidia{n}" for n in range(gpu_count)],
     }
+
+
+def gpu_stack_vars(cluster: Cluster, profile_name: str, host: str) -> dict[str, Any]:
+    """GPU and fabric role variables of one rack node, from its hardware profile and the pinned versions."""
+    assert cluster.onprem is not None
+    profile = cluster.onprem.profiles[profile_name]
+    versions = cluster.versions
+    mode = profile.install_mode
+    mirror = cluster.onprem.package_mirror or ""
+    return {
+        "gpu_nvidia_driver_branch": versions.nvidia_driver_branch,
+        "gpu_nvidia_driver_version": versions.nvidia_driver,
+        "gpu_nvidia_driver_install_mode": mode,
+        "gpu_nvidia_driver_nvswitch": profile.nvswitch and profile.gpus.count > 0,
+        "gpu_nvidia_driver_peermem": profile.hcas.count > 0 and profile.hcas.gpudirect_rdma,
+        "gpu_nvidia_driver_package_mirror": mirror,
+        "gpu_cuda_toolkit_version": versions.cuda,
+        "gpu_cuda_toolkit_install_mode": mode,
+        "gpu_dcgm_version": versions.dcgm,
+        "gpu_dcgm_install_mode": mode,
+        "gpu_nccl_version": versions.nccl,
+        "gpu_nccl_cuda_version": versions.cuda,
+        "gpu_nccl_tests_version": versions.nccl_tests,
+        "gpu_nccl_install_mode": mode,
+        **_infiniband_vars(cluster.onprem, profile_name, host),
+    }
+
+
+def _infiniband_vars(onprem: OnPrem, profile_name: str, host: str) -> dict[str, Any]:
+    hcas = onprem.profiles[profile_name].hcas
+    address = _ipoib_address(onprem, host) if hcas.ipoib and hcas.count else None
+    cidr = onprem.ipoib_cidr
+    return {
+        "net_infiniband_hca_count": hcas.count,
+        "net_infiniband_stack": hcas.stack,
+        "net_infiniband_install_mode": onprem.profiles[profile_name].install_mode,
+        "net_infiniband_ipoib_address": f"{address}/{cidr.prefixlen}" if address and cidr else "",
+        "net_infiniband_subnet_manager": host == onprem.subnet_manager,
+        "net_infiniband_package_mirror": onprem.package_mirror or "",
+    }
+
+
+def _ipoib_address(onprem: OnPrem, host: str) -> str | None:
+    hosts: dict[str, Host] = {h.name: h for rack in onprem.racks for h in rack_hosts(rack)}
+    found = hosts.get(host)
+    return str(found.ipoib_address) if found and found.ipoib_address else None

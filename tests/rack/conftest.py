@@ -52,14 +52,16 @@ class Playbook:
         return totals
 
 
-def converge(rack: Rack, *extra: str, env: dict[str, str] | None = None) -> Playbook:
-    """Run ansible/site.yml against the rack's cluster file from inside its network."""
+def converge(
+    rack: Rack, *extra: str, env: dict[str, str] | None = None, playbook: str = "ansible/site.yml"
+) -> Playbook:
+    """Run a playbook (site.yml by default) against the rack's cluster file from inside its network."""
     rc, output = rack.in_bridge(
         [
             str(ROOT / ".venv/bin/ansible-playbook"),
             "-i",
             str(rack.cluster_file),
-            str(ROOT / "ansible/site.yml"),
+            str(ROOT / playbook),
             *extra,
         ],
         env={**rack.ansible_env(), "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), **(env or {})},

@@ -5,12 +5,21 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
+import zlib
 from pathlib import Path
 
 from tests.rack.image import CACHE
 from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
 
-PORT = 3149  # not apt-cacher-ng's default 3142, so a system instance cannot collide
+APT_PORT = 3142  # where nodes reach the proxy, inside the rack's own network
+BASE_PORT = 3150  # above apt-cacher-ng's default 3142, so a system instance cannot collide
+
+
+def proxy_port(rack: str) -> int:
+    """Host loopback port of a rack's proxy: one per rack name, so racks can run side by side."""
+    return BASE_PORT + zlib.crc32(rack.encode()) % 400
+
+
 # No Remap-* lines: the package's default remaps the Debian mirror to another backend, which
 # answered 503 here and made `apt-get update` hang; without them requests go where sources point.
 CONFIG = """CacheDir: {cache}
@@ -28,16 +37,18 @@ def start_proxy(state: Path, rack: str) -> list[int]:
     """Start apt-cacher-ng and the two socat hops; return their PIDs."""
     conf = state / "acng"
     conf.mkdir(parents=True, exist_ok=True)
-    cache, logs = CACHE / "apt-cacher-ng", state / "acng-log"
+    # One cache per rack name: two apt-cacher-ng instances must not share a cache directory.
+    cache, logs = CACHE / f"apt-cacher-ng-{rack}", state / "acng-log"
     cache.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
-    (conf / "acng.conf").write_text(CONFIG.format(cache=cache, logs=logs, port=PORT, state=state))
+    port = proxy_port(rack)
+    (conf / "acng.conf").write_text(CONFIG.format(cache=cache, logs=logs, port=port, state=state))
     pids = [_spawn(["/usr/sbin/apt-cacher-ng", "-c", str(conf)], state / "acng.out")]
-    _wait_for_port("127.0.0.1", PORT)
+    _wait_for_port("127.0.0.1", port)
     sock = state / "apt.sock"
     pids.append(
         _spawn(
-            ["socat", f"UNIX-LISTEN:{sock},fork,unlink-early", f"TCP:127.0.0.1:{PORT}"],
+            ["socat", f"UNIX-LISTEN:{sock},fork,unlink-early", f"TCP:127.0.0.1:{port}"],
             state / "socat-host.out",
         )
     )
@@ -50,7 +61,7 @@ def start_proxy(state: Path, rack: str) -> list[int]:
                 "exec",
                 bridge_ns(rack),
                 "socat",
-                f"TCP-LISTEN:{PORT},bind={BRIDGE_ADDRESS},fork,reuseaddr",
+                f"TCP-LISTEN:{APT_PORT},bind={BRIDGE_ADDRESS},fork,reuseaddr",
                 f"UNIX-CONNECT:{sock}",
             ],
             state / "socat-bridge.out",
@@ -61,7 +72,7 @@ def start_proxy(state: Path, rack: str) -> list[int]:
 
 def apt_proxy_url() -> str:
     """The proxy as nodes see it."""
-    return f"http://{BRIDGE_ADDRESS}:{PORT}"
+    return f"http://{BRIDGE_ADDRESS}:{APT_PORT}"
 
 
 def _spawn(args: list[str], log: Path) -> int:

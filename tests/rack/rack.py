@@ -168,6 +168,9 @@ class Rack:
             "ANSIBLE_SSH_ARGS": f"-F {self.ssh_config} -o ControlMaster=auto -o ControlPersist=60s",
             "ANSIBLE_REMOTE_USER": "root",
             "ANSIBLE_HOST_KEY_CHECKING": "False",
+            # Every rack uses the same node addresses: per-rack control sockets keep ssh from
+            # reusing a connection to another rack's node.
+            "ANSIBLE_SSH_CONTROL_PATH_DIR": str(self.state / "ssh-control"),
         }
 
     def _ssh_key(self) -> str:

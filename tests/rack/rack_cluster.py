@@ -32,7 +32,8 @@ def rack_cluster_file(rack: str, hosts: list[tuple[str, str]], gpus_per_node: in
                 "testnode": {
                     "gpus": {"model": "h100-sxm", "count": gpus_per_node},
                     "nvswitch": False,
-                    "hcas": {"count": 0},
+                    # Declared like a real rack's HCAs so acceptance has InfiniBand checks to fail.
+                    "hcas": {"count": 8, "fabric": "ib-ndr400"},
                     "cpus": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 1},
                     "memory_gib": 1,
                     # No GPUs or HCAs behind the declared devices: install user space only, and

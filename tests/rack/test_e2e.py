@@ -5,11 +5,13 @@ The tests run in file order and share one rack; each step builds on the previous
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 
 import yaml
 
-from tests.rack.conftest import converge
+from tests.rack.conftest import ROOT, converge
 from tests.rack.rack import Rack
 
 
@@ -55,6 +57,43 @@ def test_sacct_lists_the_jobs_from_slurmdbd(rack: Rack) -> None:
     )
 
 
+def test_utilization_from_real_sacct_output(rack: Rack) -> None:
+    jobs = [
+        rack.ssh("ctl", f"sbatch --parsable --gres=gpu:{gpus} --wrap 'sleep {seconds}'").strip()
+        for gpus, seconds in ((2, 6), (4, 3))
+    ]
+    query = (
+        "sacct -a --allocations --parsable2 -o JobID,Partition,AllocTRES,Elapsed,Start,End,State "
+        f"-j {','.join(jobs)}"
+    )
+    for _ in range(60):
+        recorded = rack.ssh("ctl", query)
+        if recorded.count("COMPLETED") == 2:
+            break
+        time.sleep(1)
+    sample = ROOT / "build" / "sacct-testrack.txt"
+    sample.parent.mkdir(exist_ok=True)
+    sample.write_text(recorded)
+    result = subprocess.run(
+        [
+            str(ROOT / ".venv/bin/gpucluster"),
+            "utilization",
+            str(rack.cluster_file),
+            "--sacct",
+            str(sample),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    debug = next(p for p in json.loads(result.stdout)["partitions"] if p["partition"] == "debug")
+    # 2 GPUs for ~6 s and 4 GPUs for ~3 s: 24 GPU-seconds, plus up to 3 s of start-up per job.
+    assert (2 * 6 + 4 * 3) / 3600 <= debug["allocated_gpu_hours"] <= (2 * 9 + 4 * 6) / 3600, recorded
+
+
 def test_second_converge_changes_nothing(rack: Rack) -> None:
     run = converge(rack)
     assert run.rc == 0, run.output[-3000:]
@@ -79,7 +118,7 @@ def test_a_down_node_does_not_stop_the_rest(rack: Rack) -> None:
 
 
 def test_partition_change_keeps_running_jobs(rack: Rack) -> None:
-    job = rack.ssh("ctl", "sbatch --parsable -N1 --wrap 'sleep 60'").strip()
+    job = rack.ssh("ctl", "sbatch --parsable -N1 --wrap 'sleep 600'").strip()
     deadline = time.monotonic() + 30
     while _squeue_state(rack, job) != "RUNNING" and time.monotonic() < deadline:
         time.sleep(1)
@@ -96,3 +135,32 @@ def test_partition_change_keeps_running_jobs(rack: Rack) -> None:
     assert "MaxTime=01:00:00" in rack.ssh("ctl", "scontrol show partition short")
     assert _squeue_state(rack, job) == "RUNNING"
     rack.ssh("ctl", f"scancel {job}")
+
+
+def test_acceptance_fails_every_hardware_check_and_drains_the_node(rack: Rack) -> None:
+    run = converge(rack, playbook="ansible/playbooks/accept.yml")
+    assert run.rc == 0, run.output[-3000:]
+    name = yaml.safe_load(rack.cluster_file.read_text())["name"]
+    reports = ROOT / "build" / "accept" / name
+    report = json.loads((reports / "n1.json").read_text())
+    assert report["passed"] is False
+    checks = {c["name"]: c for c in report["checks"]}
+    hardware = (
+        "gpu_count",
+        "gpu_model",
+        "gpu_memory",
+        "driver_version",
+        "ecc_errors",
+        "persistence_mode",
+        "dcgm_diag",
+        "nccl_single_node",
+    )
+    assert all(checks[name]["status"] == "fail" for name in hardware), {
+        n: checks[n]["status"] for n in hardware
+    }
+    assert "expected 8 × NVIDIA H100 80GB HBM3, found 0 GPUs" in checks["gpu_count"]["message"]
+    reasons = rack.ssh("ctl", "sinfo -R -h -o '%n|%E'")
+    drained = dict(line.split("|", 1) for line in reasons.splitlines())
+    assert set(drained) == {"n1", "n2", "n3"}
+    assert all("found 0 GPUs" in reason for reason in drained.values())
+    assert "| n1 |" in (reports / "summary.md").read_text()

@@ -141,17 +141,20 @@ def test_testrack_profile_fails_every_gpu_check_and_skips_absent_hardware(testra
         "driver_version",
         "ecc_errors",
         "persistence_mode",
+        "hca_count",
+        "hca_state_active",
+        "hca_rate",
+        "nvidia_peermem",
         "pcie_links",
         "dcgm_diag",
         "nccl_single_node",
     ]
     assert "pass" not in {r.status for r in results.values()}
     assert results["nvlink_up"].message == "skipped: the profile has no NVSwitch"
-    assert results["hca_count"].message == "skipped: the profile declares no HCAs"
-    assert set(skipped) == {"nvlink_up", "fabric_manager", "hca_count", "hca_state_active", "hca_rate"} | {
-        "nvidia_peermem",
-        "nccl_multi_node",
-    }
+    assert results["hca_count"].message.startswith(
+        "expected 8 × InfiniBand NDR 400 Gb/s HCAs (mlx5*), found 0"
+    )
+    assert set(skipped) == {"nvlink_up", "fabric_manager", "nccl_multi_node"}
     assert results["gpu_count"].message == f"expected 8 × NVIDIA H100 80GB HBM3, found 0 GPUs ({NO_DRIVER})"
 
 
@@ -248,3 +251,11 @@ def test_multi_node_and_data_errors(dgx: Declared) -> None:
     results = by_name(run_checks(dgx, node("healthy", nccl_single=wrong, nccl_multi=None)))
     assert results["nccl_single_node"].found == "5 wrong values (data corruption)"
     assert results["nccl_multi_node"].message.endswith("(all_reduce_perf: not installed)")
+
+
+def test_profile_without_hcas_skips_the_infiniband_checks(dgx: Declared) -> None:
+    import dataclasses
+
+    results = by_name(run_checks(dataclasses.replace(dgx, hca_count=0), node("testrack")))
+    assert results["hca_count"].status == "skip"
+    assert results["hca_count"].message == "skipped: the profile declares no HCAs"

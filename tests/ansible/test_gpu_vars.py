@@ -1,0 +1,118 @@
+"""GPU and fabric role variables the inventory gives each node from its profile and the pinned versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gpucluster.ansible_vars import inventory
+from gpucluster.spec import Cluster, load_text
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "clusters" / "example.yaml"
+
+
+def _cluster(**onprem: Any) -> Cluster:
+    """The example cluster with onprem fields replaced (profiles merged per key)."""
+    data = yaml.safe_load(EXAMPLE.read_text())
+    profiles = onprem.pop("profiles", {})
+    for name, fields in profiles.items():
+        data["onprem"]["profiles"][name].update(fields)
+    data["onprem"].update(onprem)
+    return load_text(yaml.safe_dump(data), source="example-variant.yaml").cluster
+
+
+def _host(cluster: Cluster, name: str) -> dict[str, Any]:
+    return inventory(cluster, "cluster.yaml").hosts[name]
+
+
+def test_a_node_gets_the_pinned_versions(example: Cluster) -> None:
+    host = _host(example, "gpu-a01")
+    assert host["gpu_nvidia_driver_branch"] == example.versions.nvidia_driver_branch == "570"
+    assert host["gpu_nvidia_driver_version"] == "570.172.08"
+    assert host["gpu_cuda_toolkit_version"] == host["gpu_nccl_cuda_version"] == "12.8"
+    assert host["gpu_nccl_version"] == "2.26.2-1"
+    assert host["gpu_nccl_tests_version"] == example.versions.nccl_tests
+    assert host["gpu_dcgm_version"] == example.versions.dcgm
+
+
+def test_an_nvswitch_profile_with_infiniband_gets_fabric_manager_and_peermem(example: Cluster) -> None:
+    host = _host(example, "gpu-b03")
+    assert host["gpu_nvidia_driver_nvswitch"] is True
+    assert host["gpu_nvidia_driver_peermem"] is True
+    assert host["net_infiniband_hca_count"] == 8
+    assert host["net_infiniband_stack"] == "rdma-core"
+    assert {host[f"{role}_install_mode"] for role in _ROLES} == {"full"}
+    assert host["gpu_nvidia_driver_package_mirror"] == host["net_infiniband_package_mirror"] == ""
+
+
+_ROLES = ("gpu_nvidia_driver", "gpu_cuda_toolkit", "gpu_dcgm", "gpu_nccl", "net_infiniband")
+
+
+def test_no_peermem_without_hcas_or_without_gpudirect() -> None:
+    no_hcas = _host(_cluster(profiles={"dgx-h100": {"hcas": {"count": 0}}}), "gpu-a01")
+    no_gdr = _host(
+        _cluster(profiles={"dgx-h100": {"hcas": {"count": 8, "gpudirect_rdma": False}}}), "gpu-a01"
+    )
+    assert no_hcas["gpu_nvidia_driver_peermem"] is False and no_hcas["net_infiniband_hca_count"] == 0
+    assert no_gdr["gpu_nvidia_driver_peermem"] is False and no_gdr["net_infiniband_hca_count"] == 8
+
+
+def test_userspace_profile_reaches_every_role() -> None:
+    host = _host(_cluster(profiles={"dgx-h100": {"install_mode": "userspace", "nvswitch": False}}), "gpu-b01")
+    assert {host[f"{role}_install_mode"] for role in _ROLES} == {"userspace"}
+    assert host["gpu_nvidia_driver_nvswitch"] is False
+
+
+def test_ipoib_address_comes_with_the_prefix_of_the_ipoib_network() -> None:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    onprem = data["onprem"]
+    onprem["ipoib_cidr"] = "172.16.0.0/16"
+    onprem["profiles"]["dgx-h100"]["hcas"]["ipoib"] = True
+    onprem["racks"][0]["node_range"]["first_ipoib_address"] = "172.16.1.11"
+    for index, node in enumerate(onprem["racks"][1]["nodes"], start=11):
+        node["ipoib_address"] = f"172.16.2.{index}"
+    cluster = load_text(yaml.safe_dump(data), source="ipoib.yaml").cluster
+    assert _host(cluster, "gpu-a03")["net_infiniband_ipoib_address"] == "172.16.1.13/16"
+    assert _host(cluster, "gpu-b02")["net_infiniband_ipoib_address"] == "172.16.2.12/16"
+
+
+def test_no_ipoib_address_when_the_profile_does_not_enable_ipoib(example: Cluster) -> None:
+    assert _host(example, "gpu-a01")["net_infiniband_ipoib_address"] == ""
+
+
+def test_subnet_manager_on_a_rack_node() -> None:
+    result = inventory(_cluster(subnet_manager="gpu-b04"), "cluster.yaml")
+    assert result.hosts["gpu-b04"]["net_infiniband_subnet_manager"] is True
+    assert result.hosts["gpu-b03"]["net_infiniband_subnet_manager"] is False
+    assert result.groups["infiniband_subnet_manager"] == ["gpu-b04"]
+
+
+def test_subnet_manager_on_a_service_host_gets_opensm_only() -> None:
+    result = inventory(_cluster(subnet_manager="head01"), "cluster.yaml")
+    head = result.hosts["head01"]
+    assert head["net_infiniband_subnet_manager"] is True
+    assert not any(key.startswith("gpu_") for key in head)
+    assert result.groups["infiniband_subnet_manager"] == ["head01"]
+
+
+def test_no_subnet_manager_group_members_when_the_switches_run_it(example: Cluster) -> None:
+    result = inventory(example, "cluster.yaml")
+    assert result.groups["infiniband_subnet_manager"] == []
+    assert "net_infiniband_subnet_manager" not in result.hosts["head01"]
+
+
+def test_package_mirror_reaches_the_driver_and_fabric_roles() -> None:
+    host = _host(_cluster(package_mirror="http://mirror.example.internal/nvidia"), "gpu-a02")
+    assert host["gpu_nvidia_driver_package_mirror"] == "http://mirror.example.internal/nvidia"
+    assert host["net_infiniband_package_mirror"] == "http://mirror.example.internal/nvidia"
+
+
+def test_every_gpu_variable_is_documented_in_its_role() -> None:
+    host = _host(load_text(EXAMPLE.read_text(), source=str(EXAMPLE)).cluster, "gpu-a01")
+    for role in _ROLES:
+        spec = yaml.safe_load((ROOT / "ansible" / "roles" / role / "meta" / "argument_specs.yml").read_text())
+        options = spec["argument_specs"]["main"]["options"]
+        given = {key for key in host if key.startswith(role + "_")}
+        assert given and given <= set(options), f"{role}: undocumented {given - set(options)}"
