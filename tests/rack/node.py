@@ -119,17 +119,22 @@ def kill_leftovers(node: Node) -> None:
     raise RuntimeError(f"processes {sorted(cgroup_pids(node))} of node {node.name} survive SIGKILL")
 
 
-def cleanup_mounts_and_cgroups(node: Node) -> None:
-    """Unmount the overlay and remove the node's cgroup and nspawn propagation directories."""
-    kill_leftovers(node)
-    if node.root.is_mount():
-        run(["umount", "-l", str(node.root)], check=False)
+def remove_cgroup_dirs(node: Node) -> None:
+    """Remove the node's (empty) cgroup directories, deepest first."""
     for directory in node.cgroup_dirs():
         for child in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
             if child.is_dir():
                 child.rmdir()
         if directory.exists():
             directory.rmdir()
+
+
+def cleanup_mounts_and_cgroups(node: Node) -> None:
+    """Unmount the overlay and remove the node's cgroup and nspawn propagation directories."""
+    kill_leftovers(node)
+    if node.root.is_mount():
+        run(["umount", "-l", str(node.root)], check=False)
+    remove_cgroup_dirs(node)
     propagate = Path("/run/systemd/nspawn/propagate") / node.name
     if propagate.exists():
         run(["rm", "-rf", str(propagate)], check=False)

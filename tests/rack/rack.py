@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,15 @@ from tests.rack.network import (
     node_ns,
     rack_namespaces,
 )
-from tests.rack.node import Node, boot, cleanup_mounts_and_cgroups, mount_root, personalise
+from tests.rack.node import (
+    Node,
+    boot,
+    cleanup_mounts_and_cgroups,
+    kill_leftovers,
+    mount_root,
+    personalise,
+    remove_cgroup_dirs,
+)
 from tests.rack.proxy import apt_proxy_url, start_proxy
 from tests.rack.rack_cluster import rack_cluster_file
 from tests.rack.sh import progress, run
@@ -104,8 +113,6 @@ class Rack:
         self, args: list[str], *, env: dict[str, str] | None = None, timeout: float = 1800
     ) -> tuple[int, str]:
         """Run a host command inside the bridge namespace (Ansible runs this way)."""
-        import subprocess
-
         full_env = {**os.environ, **(env or {})}
         result = subprocess.run(
             ["ip", "netns", "exec", bridge_ns(self.name), *args],
@@ -148,16 +155,13 @@ class Rack:
     def stop_node(self, name: str) -> None:
         """Power a node off (clean shutdown) but keep its disk, for down-node tests."""
         _terminate(self.pids.pop(name, 0))
+        kill_leftovers(self.node(self.node_names.index(name)))
         self._save()
 
     def start_node(self, name: str) -> None:
         """Boot a stopped node again and wait for SSH."""
-        index = self.node_names.index(name)
-        node = self.node(index)
-        for directory in node.cgroup_dirs():
-            for child in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-                if child.is_dir():
-                    child.rmdir()
+        node = self.node(self.node_names.index(name))
+        remove_cgroup_dirs(node)
         self.pids[name] = boot(node)
         self._save()
         self.wait_for_ssh([name])
