@@ -10,9 +10,9 @@ from gpucluster.spec import DEFAULT_CLUSTER_FILE, SpecError, load
 from stacks.cluster_app import add_checks, build
 
 
-def main() -> None:
-    """Synthesize the cloud side of the cluster file given as `-c cluster=FILE`."""
-    app = cdk.App()
+def main(app: cdk.App | None = None) -> None:
+    """Synthesize the cloud side of the cluster file given as `-c cluster=FILE` (into `app` if given)."""
+    app = app or cdk.App()
     cluster_file = app.node.try_get_context("cluster") or DEFAULT_CLUSTER_FILE
     try:
         loaded = load(cluster_file)

@@ -15,7 +15,8 @@ from gpucluster.review.errors import ReviewError
 from gpucluster.review.findings import Finding, ordered
 from gpucluster.review.nodes import FileChange, diff_files
 from gpucluster.review.snapshot import Snapshot, take
-from gpucluster.review.synth import SynthResult, synth
+from gpucluster.review.synth import SynthResult
+from gpucluster.review.synth_pair import synth_both
 
 
 @dataclass(frozen=True)
@@ -74,13 +75,10 @@ def _one(
     cluster_file: str, base_tree: Path, head_tree: Path, node_modules: Path, cache: Path
 ) -> ClusterReview:
     with ThreadPoolExecutor(max_workers=4) as pool:
-        synths = [
-            pool.submit(synth, t, cluster_file, cache_dir=cache, node_modules=node_modules)
-            for t in (base_tree, head_tree)
-        ]
+        synths = pool.submit(synth_both, base_tree, head_tree, cluster_file, cache_dir=cache)
         snaps = [pool.submit(take, t, cluster_file) for t in (base_tree, head_tree)]
         base_snap, head_snap = snaps[0].result(), snaps[1].result()
-        base_synth, head_synth = synths[0].result(), synths[1].result()
+        base_synth, head_synth = synths.result()
     if not (base_snap.exists or head_snap.exists):
         raise ReviewError(f"{cluster_file}: no such cluster file in the base or the head; check --cluster")
     stacks = diff_stacks(base_synth.templates, head_synth.templates, node_modules=node_modules)

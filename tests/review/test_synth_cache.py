@@ -41,7 +41,7 @@ def test_completed_out_dir_is_reused_without_the_cdk(tmp_path: Path) -> None:
     (out / "manifest.json").write_text(json.dumps(manifest))
     (out / "N.json").write_text('{"Resources": {}}')
     (out / STAMP).write_text("clusters/x.yaml\n")
-    result = synth(root, "clusters/x.yaml", cache_dir=cache, node_modules=tmp_path / "no-node-modules")
+    result = synth(root, "clusters/x.yaml", cache_dir=cache)
     assert result.reused and result.templates == {"gpucluster-x-network": {"Resources": {}}}
 
 
