@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
 from pathlib import Path
 
 from ansible.errors import AnsibleLookupError
@@ -28,13 +27,7 @@ DOCUMENTATION = r"""
 """
 
 
-@lru_cache(maxsize=8)
-def _rendered(cluster_file: str, mtime_ns: int, host: str) -> dict[str, str]:
-    del mtime_ns  # part of the cache key only: a changed file renders again
-    try:
-        import gpucluster  # noqa: F401
-    except ImportError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+def _render(cluster_file: str, host: str) -> dict[str, str]:
     from gpucluster.render import render
     from gpucluster.spec import SpecError, load
     from gpucluster.spec.nodes import group_of_host
@@ -47,6 +40,17 @@ def _rendered(cluster_file: str, mtime_ns: int, host: str) -> dict[str, str]:
     return render(cluster, "onprem", host=host if gpu_node else None, source=cluster_file)
 
 
+def _rendered(cluster_file: str, host: str) -> dict[str, str]:
+    """The host's files, through the disk cache every forked worker shares."""
+    try:
+        import gpucluster  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from gpucluster.render_cache import rendered
+
+    return rendered(Path(cluster_file), host, lambda: _render(cluster_file, host))
+
+
 class LookupModule(LookupBase):
     """`lookup('gpucluster_render', 'slurm/slurm.conf', cluster_file=…, host=…)`."""
 
@@ -54,7 +58,7 @@ class LookupModule(LookupBase):
         """Return one text per requested path."""
         self.set_options(var_options=variables, direct=kwargs)
         cluster_file = self.get_option("cluster_file")
-        files = _rendered(cluster_file, Path(cluster_file).stat().st_mtime_ns, self.get_option("host"))
+        files = _rendered(cluster_file, self.get_option("host"))
         missing = [t for t in terms if t not in files]
         if missing:
             raise AnsibleLookupError(
