@@ -1,8 +1,9 @@
-"""Filter: is a file already what a copy task would write? Lets a re-run skip unchanged node files.
+"""Filters over a gpucluster_node_state result: does the node already hold what a task would write?
 
-`copy` costs two module runs per file even when nothing changes (a remote stat, then `file` for the
-attributes). One `find` with `get_checksum: true` reads every file of a role at once; the copy then
-runs only for files whose content, mode, owner or group differ, and only those notify handlers.
+Builtin modules that change a node cost a module run each even when nothing changes (`copy` costs two:
+a remote stat, then `file`). A role reads its files, packages and services once with the
+gpucluster_node_state module; these filters tell each task whether it has anything to do, so a re-run
+of a converged rack runs one module per role and only the tasks (and handlers) of what differs.
 """
 
 from __future__ import annotations
@@ -11,31 +12,54 @@ import hashlib
 from typing import Any
 
 
-def file_current(
-    found: dict[str, Any],
+def state_current(
+    state: dict[str, Any],
     path: str,
-    content: str,
+    content: str | None = None,
     *,
+    kind: str = "file",
     mode: str = "0644",
     owner: str = "root",
     group: str = "root",
 ) -> bool:
-    """True when `found` (a registered find result) holds path with this content, mode, owner and group."""
-    for entry in found.get("files", []) if isinstance(found, dict) else []:
-        if entry.get("path") == path:
-            return bool(
-                # find reports sha1 checksums (an integrity check here, not a security control)
-                entry.get("checksum") == hashlib.sha1(content.encode("utf-8")).hexdigest()
-                and entry.get("mode") == mode
-                and entry.get("pw_name") == owner
-                and entry.get("gr_name") == group
-            )
-    return False
+    """True when the node state holds path as this kind, mode, owner, group (and content, when given)."""
+    files = state.get("files", {}) if isinstance(state, dict) else {}
+    entry = files.get(path, {})
+    if not entry.get("exists"):
+        return False
+    # sha1 as copy and the module report it (an integrity check here, not a security control)
+    content_ok = content is None or entry.get("checksum") == hashlib.sha1(content.encode("utf-8")).hexdigest()
+    attributes = (entry.get("type"), entry.get("mode"), entry.get("owner"), entry.get("group"))
+    return content_ok and attributes == (kind, mode, owner, group)
+
+
+def service_current(state: dict[str, Any], unit: str) -> bool:
+    """True when the node state shows unit active and enabled (nothing for `state: started, enabled`)."""
+    services = state.get("services", {}) if isinstance(state, dict) else {}
+    entry = services.get(unit, {})
+    return bool(entry.get("active") and entry.get("enabled"))
+
+
+def packages_missing(state: dict[str, Any], wanted: list[str]) -> list[str]:
+    """The wanted packages the node state does not list as installed."""
+    installed = set(state.get("installed", [])) if isinstance(state, dict) else set()
+    return [name for name in wanted if name not in installed]
+
+
+def packages_unheld(state: dict[str, Any], wanted: list[str]) -> list[str]:
+    """The wanted packages the node state does not list as held."""
+    held = set(state.get("held", [])) if isinstance(state, dict) else set()
+    return [name for name in wanted if name not in held]
 
 
 class FilterModule:
-    """gpucluster_file_current."""
+    """gpucluster_state_current, _service_current, _packages_missing and _packages_unheld."""
 
     def filters(self) -> dict[str, Any]:
         """The filters this plugin provides."""
-        return {"gpucluster_file_current": file_current}
+        return {
+            "gpucluster_state_current": state_current,
+            "gpucluster_service_current": service_current,
+            "gpucluster_packages_missing": packages_missing,
+            "gpucluster_packages_unheld": packages_unheld,
+        }

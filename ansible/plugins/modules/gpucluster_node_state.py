@@ -1,0 +1,231 @@
+#!/usr/bin/python
+"""Ansible module: read a node's packages, accounts, files and services in one module run."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import grp
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+from typing import Any
+
+DOCUMENTATION = r"""
+---
+module: gpucluster_node_state
+short_description: Read what a role would change on a node, in one module run
+description:
+  - A re-run of a converged rack changes nothing, so its cost is the checks. Each builtin module run
+    costs a Python start and an AnsiballZ unpack on the node (about 0.25 s there); a role that checks
+    packages, accounts, files and services with builtin modules pays that five to ten times.
+  - This module reads all of it at once. Roles run the builtin module that changes a thing only when
+    this module's answer shows it differs (see the gpucluster_state_current filter), so a re-run
+    costs one module run per role.
+  - Read-only; it never changes the node and runs the same in check mode.
+  - Its action plugin runs this file with the node's plain Python (no AnsiballZ, no Ansible imports:
+    about a tenth of a builtin module's node CPU), which is why the reading needs only the standard library.
+options:
+  paths:
+    description: Files or directories to stat; regular files also get a sha1 checksum.
+    type: list
+    elements: str
+    default: []
+  read:
+    description:
+      - Small text files whose content is returned (for a block or line check).
+      - An entry with a glob character returns every file it matches.
+    type: list
+    elements: str
+    default: []
+  services:
+    description: systemd units whose active and enabled state is returned.
+    type: list
+    elements: str
+    default: []
+  accounts:
+    description: Names looked up as both user and group.
+    type: list
+    elements: str
+    default: []
+  packages:
+    description: Return the installed and held packages (dpkg or rpm).
+    type: bool
+    default: false
+author: gpucluster
+"""
+
+RETURN = r"""
+files:
+  description: path to exists, type (file, directory, link, other), mode, owner, group and (files) checksum.
+  type: dict
+  returned: always
+texts:
+  description: path to content (empty string when the file is missing).
+  type: dict
+  returned: always
+services:
+  description: unit to active (bool), enabled (bool), load (systemd LoadState).
+  type: dict
+  returned: always
+users:
+  description: name to uid, gid, home, shell (only names that exist).
+  type: dict
+  returned: always
+groups:
+  description: name to gid (only names that exist).
+  type: dict
+  returned: always
+installed:
+  description: installed package names.
+  type: list
+  returned: when packages is true
+held:
+  description: package names held against upgrades (dpkg selection hold).
+  type: list
+  returned: when packages is true
+"""
+
+
+def _file_state(path: str) -> dict[str, Any]:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {"exists": False}
+    kinds = {stat.S_IFREG: "file", stat.S_IFDIR: "directory", stat.S_IFLNK: "link"}
+    state: dict[str, Any] = {
+        "exists": True,
+        "type": kinds.get(stat.S_IFMT(st.st_mode), "other"),
+        "mode": f"{stat.S_IMODE(st.st_mode):04o}",
+        "owner": _name(pwd.getpwuid, st.st_uid),
+        "group": _name(grp.getgrgid, st.st_gid),
+    }
+    if state["type"] == "file":
+        with open(path, "rb") as handle:
+            # sha1 because the copy module and find report sha1 (an integrity check, not security)
+            state["checksum"] = hashlib.sha1(handle.read()).hexdigest()
+    return state
+
+
+def _name(lookup: Any, ident: int) -> str:
+    try:
+        return str(lookup(ident)[0])
+    except KeyError:
+        return str(ident)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return ""
+
+
+def _expand(patterns: list[str]) -> list[str]:
+    paths: list[str] = []
+    for pattern in patterns:
+        paths.extend(sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern])
+    return paths
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return 127, ""
+    return done.returncode, done.stdout
+
+
+def _services(units: list[str]) -> dict[str, Any]:
+    if not units:
+        return {}
+    rc, out = _run(["systemctl", "show", "--property=Id,LoadState,ActiveState", "--", *units])
+    if rc != 0:
+        # No systemd to ask (a container without it): report every unit as not running, so the role's
+        # service task runs and reports the real error itself.
+        return {unit: {"active": False, "enabled": False, "load": "unknown"} for unit in units}
+    # systemctl prints one block per unit, in the order asked, separated by a blank line.
+    blocks = [_properties(block) for block in out.strip().split("\n\n")]
+    # UnitFileState in `systemctl show` is what PID 1 loaded at its last daemon-reload, so it misses a
+    # unit a package just enabled; `systemctl is-enabled` reads the unit files, as the service module does.
+    return {
+        unit: {
+            "active": block.get("ActiveState") == "active",
+            "enabled": _run(["systemctl", "is-enabled", "--quiet", "--", unit])[0] == 0,
+            "load": block.get("LoadState", ""),
+        }
+        for unit, block in zip(units, blocks, strict=False)
+    }
+
+
+def _properties(block: str) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in block.splitlines() if "=" in line)
+    return {key: value for key, value in pairs}
+
+
+def _packages() -> tuple[list[str], list[str]]:
+    if shutil.which("dpkg-query"):
+        _, out = _run(["dpkg-query", "--show", "--showformat=${db:Status-Abbrev} ${Package}\\n"])
+        rows = [line.split() for line in out.splitlines() if len(line.split()) == 2]
+        installed = [name for status, name in rows if status[1:2] == "i"]
+        held = [name for status, name in rows if status.startswith("h")]
+        return installed, held
+    _, out = _run(["rpm", "-qa", "--queryformat", "%{NAME}\\n"])
+    return sorted(set(out.split())), []
+
+
+def read_state(params: dict[str, Any]) -> dict[str, Any]:
+    """What the node holds for the paths, texts, services, accounts and packages asked for."""
+    result: dict[str, Any] = {
+        "changed": False,
+        "files": {path: _file_state(path) for path in params.get("paths") or []},
+        "texts": {path: _read(path) for path in _expand(params.get("read") or [])},
+        "services": _services(params.get("services") or []),
+        "users": {},
+        "groups": {},
+    }
+    for name in params.get("accounts") or []:
+        with contextlib.suppress(KeyError):
+            user = pwd.getpwnam(name)
+            result["users"][name] = {
+                "uid": user.pw_uid,
+                "gid": user.pw_gid,
+                "home": user.pw_dir,
+                "shell": user.pw_shell,
+            }
+        with contextlib.suppress(KeyError):
+            result["groups"][name] = {"gid": grp.getgrnam(name).gr_gid}
+    if params.get("packages"):
+        result["installed"], result["held"] = _packages()
+    return result
+
+
+def main() -> None:
+    """Run as an Ansible module (AnsiballZ), when the action plugin is not in use."""
+    from ansible.module_utils.basic import AnsibleModule
+
+    module = AnsibleModule(
+        argument_spec={
+            "paths": {"type": "list", "elements": "str", "default": []},
+            "read": {"type": "list", "elements": "str", "default": []},
+            "services": {"type": "list", "elements": "str", "default": []},
+            "accounts": {"type": "list", "elements": "str", "default": []},
+            "packages": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    module.exit_json(**read_state(module.params))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--direct"]:
+        # The action plugin's path: arguments as JSON in argv, the answer as JSON on stdout.
+        print(json.dumps(read_state(json.loads(sys.argv[2]))))
+    else:
+        main()

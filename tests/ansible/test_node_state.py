@@ -1,0 +1,151 @@
+"""gpucluster_node_state run by Ansible on this machine, and the filters that read its answer."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+
+BIN = Path(sys.executable).parent
+
+
+def _filters() -> dict[str, Any]:
+    spec = importlib.util.spec_from_file_location(
+        "gpucluster_files", ROOT / "ansible/plugins/filter/gpucluster_files.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    filters: dict[str, Any] = module.FilterModule().filters()
+    return filters
+
+
+def _node_state(args: dict[str, Any], extra_env: dict[str, str]) -> dict[str, Any]:
+    result = subprocess.run(
+        [
+            str(BIN / "ansible"),
+            "localhost",
+            "-c",
+            "local",
+            "-o",
+            "-m",
+            "gpucluster_node_state",
+            "-a",
+            json.dumps(args),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_LOCALHOST_WARNING": "false", **extra_env},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    answer: dict[str, Any] = json.loads(result.stdout.split("=>", 1)[1])
+    return answer
+
+
+# The action plugin runs the module file with plain Python; without it Ansible runs it as a module.
+@pytest.mark.parametrize(
+    "extra_env", [{}, {"ANSIBLE_ACTION_PLUGINS": "/nonexistent"}], ids=["plain-python", "ansiballz"]
+)
+def test_one_module_run_reads_files_texts_accounts_packages_and_services(
+    tmp_path: Path, extra_env: dict[str, str]
+) -> None:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=t\n")
+    conf.chmod(0o640)
+    (tmp_path / "a.sources").write_text("Suites: bookworm\n")
+    (tmp_path / "b.sources").write_text("Suites: trixie\n")
+    state = _node_state(
+        {
+            "paths": [str(conf), str(tmp_path), str(tmp_path / "missing")],
+            "read": [str(tmp_path / "*.sources"), str(tmp_path / "absent.list")],
+            "accounts": ["root", "no-such-account"],
+            "services": ["no-such-unit"],
+            "packages": True,
+        },
+        extra_env,
+    )
+    owner = state["files"][str(conf)]["owner"]
+    assert state["files"][str(conf)] == {
+        "exists": True,
+        "type": "file",
+        "mode": "0640",
+        "owner": owner,
+        "group": state["files"][str(conf)]["group"],
+        "checksum": hashlib.sha1(b"ClusterName=t\n").hexdigest(),
+    }
+    assert state["files"][str(tmp_path)]["type"] == "directory"
+    assert state["files"][str(tmp_path / "missing")] == {"exists": False}
+    assert state["texts"] == {
+        str(tmp_path / "a.sources"): "Suites: bookworm\n",
+        str(tmp_path / "b.sources"): "Suites: trixie\n",
+        str(tmp_path / "absent.list"): "",
+    }
+    assert state["users"]["root"]["uid"] == 0 and "no-such-account" not in state["users"]
+    assert state["groups"]["root"] == {"gid": 0}
+    assert "dpkg" in state["installed"]  # this machine is Debian
+    # A unit that does not exist (or a machine without systemd) is reported as not running, so the
+    # role's service task runs and reports the real error.
+    assert state["services"]["no-such-unit"]["active"] is False
+
+
+def test_the_filters_say_current_only_when_everything_matches() -> None:
+    filters = _filters()
+    current = filters["gpucluster_state_current"]
+    body = "NodeName=n1\n"
+    state = {
+        "files": {
+            "/etc/slurm/gres.conf": {
+                "exists": True,
+                "type": "file",
+                "mode": "0644",
+                "owner": "root",
+                "group": "root",
+                "checksum": hashlib.sha1(body.encode()).hexdigest(),
+            },
+            "/etc/slurm": {
+                "exists": True,
+                "type": "directory",
+                "mode": "0755",
+                "owner": "root",
+                "group": "root",
+            },
+            "/etc/munge/munge.key": {
+                "exists": True,
+                "type": "file",
+                "mode": "0600",
+                "owner": "root",
+                "group": "root",
+            },
+            "/gone": {"exists": False},
+        },
+        "services": {
+            "munge": {"active": True, "enabled": True},
+            "slurmd": {"active": True, "enabled": False},
+        },
+        "installed": ["munge", "slurmd"],
+        "held": ["nvidia-smi"],
+    }
+    assert current(state, "/etc/slurm/gres.conf", body)
+    assert not current(state, "/etc/slurm/gres.conf", body + "# edited\n")
+    assert not current(state, "/etc/slurm/gres.conf", body, mode="0600")
+    assert current(state, "/etc/slurm", kind="directory", mode="0755")
+    assert not current(state, "/etc/slurm", kind="directory", owner="slurm", group="slurm", mode="0755")
+    assert not current(state, "/etc/munge/munge.key", owner="munge", group="munge", mode="0400")
+    assert (
+        not current(state, "/gone") and not current(state, "/never-read") and not current(None, "/etc/slurm")
+    )
+    assert filters["gpucluster_service_current"](state, "munge")
+    assert not filters["gpucluster_service_current"](state, "slurmd")  # running but not enabled
+    assert filters["gpucluster_packages_missing"](state, ["munge", "slurm-client"]) == ["slurm-client"]
+    assert filters["gpucluster_packages_unheld"](state, ["nvidia-smi", "libcuda1"]) == ["libcuda1"]
