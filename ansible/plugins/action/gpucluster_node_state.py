@@ -8,6 +8,7 @@ The reading needs only the standard library, so this plugin sends the module fil
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shlex
 from pathlib import Path
@@ -17,13 +18,19 @@ from ansible import constants
 from ansible.plugins.action import ActionBase
 
 MODULE_SOURCE = Path(__file__).resolve().parent.parent / "modules" / "gpucluster_node_state.py"
-ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
-    "paths": {"type": "list", "elements": "str", "default": []},
-    "read": {"type": "list", "elements": "str", "default": []},
-    "services": {"type": "list", "elements": "str", "default": []},
-    "accounts": {"type": "list", "elements": "str", "default": []},
-    "packages": {"type": "bool", "default": False},
-}
+
+
+def _module_argument_spec() -> dict[str, dict[str, Any]]:
+    # The module file imports nothing from Ansible at load time, so loading it here is cheap.
+    spec = importlib.util.spec_from_file_location("gpucluster_node_state_module", MODULE_SOURCE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    argument_spec: dict[str, dict[str, Any]] = module.ARGUMENT_SPEC
+    return argument_spec
+
+
+ARGUMENT_SPEC = _module_argument_spec()
 
 
 class ActionModule(ActionBase):

@@ -92,6 +92,16 @@ held:
 """
 
 
+# The options above, for AnsibleModule and for the action plugin's validation.
+ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
+    "paths": {"type": "list", "elements": "str", "default": []},
+    "read": {"type": "list", "elements": "str", "default": []},
+    "services": {"type": "list", "elements": "str", "default": []},
+    "accounts": {"type": "list", "elements": "str", "default": []},
+    "packages": {"type": "bool", "default": False},
+}
+
+
 def _file_state(path: str) -> dict[str, Any]:
     try:
         st = os.lstat(path)
@@ -210,16 +220,7 @@ def main() -> None:
     """Run as an Ansible module (AnsiballZ), when the action plugin is not in use."""
     from ansible.module_utils.basic import AnsibleModule
 
-    module = AnsibleModule(
-        argument_spec={
-            "paths": {"type": "list", "elements": "str", "default": []},
-            "read": {"type": "list", "elements": "str", "default": []},
-            "services": {"type": "list", "elements": "str", "default": []},
-            "accounts": {"type": "list", "elements": "str", "default": []},
-            "packages": {"type": "bool", "default": False},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     module.exit_json(**read_state(module.params))
 
 
