@@ -31,6 +31,7 @@ def _module_argument_spec() -> dict[str, dict[str, Any]]:
 
 
 ARGUMENT_SPEC = _module_argument_spec()
+SOURCE = MODULE_SOURCE.read_text()  # read once per worker's import, not per host-task
 
 
 class ActionModule(ActionBase):
@@ -44,7 +45,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result: dict[str, Any] = super().run(tmp, task_vars)
         _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        argv = [self._python(task_vars), "-c", MODULE_SOURCE.read_text(), "--direct", json.dumps(args)]
+        argv = [self._python(task_vars), "-c", SOURCE, "--direct", json.dumps(args)]
         command = " ".join(shlex.quote(part) for part in argv)
         done = self._low_level_execute_command(command)
         if done.get("rc") != 0:
