@@ -6,7 +6,7 @@ import sys
 
 import aws_cdk as cdk
 
-from gpucluster.spec import DEFAULT_CLUSTER_FILE, SpecError, load
+from gpucluster.clusterfile import DEFAULT_CLUSTER_FILE, ClusterFileError, load
 from stacks.cluster_app import add_checks, build
 
 
@@ -16,7 +16,7 @@ def main(app: cdk.App | None = None) -> None:
     cluster_file = app.node.try_get_context("cluster") or DEFAULT_CLUSTER_FILE
     try:
         loaded = load(cluster_file)
-    except SpecError as exc:
+    except ClusterFileError as exc:
         print(exc, file=sys.stderr)
         sys.exit(2)
     for warning in loaded.warnings:

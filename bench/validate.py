@@ -16,8 +16,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpucluster.render_output import render_all  # noqa: E402
-from gpucluster.spec import load, node_groups  # noqa: E402
+from gpucluster.clusterfile import load, node_groups  # noqa: E402
+from gpucluster.render.output import render_all  # noqa: E402
 
 RUNS = 5
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.model_onprem import Host, OnPrem
-from gpucluster.spec.nodes import node_groups, rack_hosts
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.model.onprem import Host, OnPrem
+from gpucluster.clusterfile.nodes import node_groups, rack_hosts
 
 # Fixed ids so files on shared storage and munge credentials agree on every node.
 SLURM_UID = 64030

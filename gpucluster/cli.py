@@ -7,12 +7,12 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from gpucluster.clusterfile import DEFAULT_CLUSTER_FILE, Cluster, ClusterFileError, Loaded, load
 from gpucluster.cost.commands import add_verbs as add_cost_verbs
 from gpucluster.render import RenderError
-from gpucluster.render_output import write_tree
+from gpucluster.render.output import write_tree
 from gpucluster.review.command import add_verbs as add_review_verbs
 from gpucluster.show import summary
-from gpucluster.spec import DEFAULT_CLUSTER_FILE, Cluster, Loaded, SpecError, load
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result: int = args.func(args)
-    except SpecError as exc:
+    except ClusterFileError as exc:
         print(exc, file=sys.stderr)
         return EXIT_BAD_INPUT
     except RenderError as exc:

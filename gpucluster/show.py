@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gpucluster.spec.catalog import INSTANCE_TYPES
-from gpucluster.spec.hostlist import compress
-from gpucluster.spec.load import Loaded
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.nodes import NodeGroup, node_groups
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
+from gpucluster.clusterfile.hostlist import compress
+from gpucluster.clusterfile.load import Loaded
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.nodes import NodeGroup, node_groups
 
 
 def summary(loaded: Loaded) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from gpucluster.spec.model_aws import Aws
+from gpucluster.clusterfile.model.aws import Aws
 from stacks.parts.alert_topic import AlertTopic
 from stacks.parts.budget import ClusterBudget
 from stacks.parts.spot_interruption_rule import SpotInterruptionRule

@@ -8,9 +8,9 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from gpucluster.clusterfile.model import Cluster
 from gpucluster.render import render
-from gpucluster.render_context import munge_key_parameter
-from gpucluster.spec.model import Cluster
+from gpucluster.render.context import munge_key_parameter
 from stacks.checkpoint_stack import CheckpointExports
 from stacks.parts.acks import acknowledge
 from stacks.parts.gpu_group import GpuGroup

@@ -9,7 +9,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from gpucluster.spec.model_aws import CheckpointBucket as CheckpointSpec
+from gpucluster.clusterfile.model.aws import CheckpointBucket as CheckpointSpec
 from stacks.parts.checkpoint_bucket import CheckpointBucket
 from stacks.parts.encryption_key import EncryptionKey
 from stacks.parts.log_bucket import AccessLogBucket

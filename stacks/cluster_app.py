@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
-from gpucluster.spec.model import Cluster
+from gpucluster.clusterfile.model import Cluster
 from stacks.alerts_stack import AlertsStack
 from stacks.capacity_stack import CapacityStack, asg_prefix
 from stacks.checkpoint_stack import CheckpointStack

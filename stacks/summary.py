@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpucluster.spec.catalog import INSTANCE_TYPES
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from stacks.nag.launch_templates import asg_launch_template, data
 from stacks.nag.template import Template
 from stacks.tags import GROUP_TAG

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.spec import Cluster, load
+from gpucluster.clusterfile import Cluster, load
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER_FILES = sorted((ROOT / "clusters").glob("*.yaml"))

@@ -22,7 +22,7 @@ from gpucluster.accept.report import (
     summary,
     summary_markdown,
 )
-from gpucluster.spec import SpecError, load
+from gpucluster.clusterfile import ClusterFileError, load
 
 BAD_INPUT_EXIT = 2
 
@@ -44,7 +44,7 @@ def evaluate(cluster_file: Path, host: str, observations_file: Path, out: Path) 
     """Write OUT/HOST.json and return the one-line result {host, passed, drain_reason}."""
     try:
         cluster = load(cluster_file).cluster
-    except SpecError as exc:
+    except ClusterFileError as exc:
         raise AcceptInputError(str(exc)) from None
     declared = declared_for(cluster, host)
     report = node_report(declared, run_checks(declared, load_observations(observations_file)))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucluster.accept.errors import AcceptInputError
-from gpucluster.spec.catalog import Fabric, GpuModel
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.nodes import group_of_host
-from gpucluster.spec.thresholds import multi_node_min_busbw_gbs, single_node_min_busbw_gbs
+from gpucluster.clusterfile.catalog.hardware import Fabric, GpuModel
+from gpucluster.clusterfile.catalog.thresholds import multi_node_min_busbw_gbs, single_node_min_busbw_gbs
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.nodes import group_of_host
 
 
 @dataclass(frozen=True)

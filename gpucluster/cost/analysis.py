@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpucluster.clusterfile.catalog.prices import REFERENCE_REGION
+from gpucluster.clusterfile.model import Cluster
 from gpucluster.cost.checkpoint import CheckpointPlan, Method
 from gpucluster.cost.formulas import (
     HOURS_PER_MONTH,
@@ -22,8 +24,6 @@ from gpucluster.cost.inputs import (
 )
 from gpucluster.cost.markets import MarketPrice, all_markets, market_price
 from gpucluster.cost.recommend import Recommendation, recommend
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.prices import REFERENCE_REGION
 
 
 @dataclass(frozen=True)

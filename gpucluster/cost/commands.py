@@ -8,6 +8,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from gpucluster.clusterfile import Cluster, load, node_groups
 from gpucluster.cost.analysis import build_report
 from gpucluster.cost.checkpoint import CheckpointPlan, plan, write_time_s
 from gpucluster.cost.inputs import DEFAULT_RESTART_S, CostInputError, spot_plan
@@ -20,7 +21,6 @@ from gpucluster.cost.utilization import (
     utilization_by_partition,
     window_of,
 )
-from gpucluster.spec import Cluster, load, node_groups
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2

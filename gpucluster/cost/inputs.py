@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpucluster.clusterfile.catalog.hardware import GPU_MODELS, INSTANCE_TYPES
+from gpucluster.clusterfile.catalog.prices import (
+    DEFAULT_INTERRUPTION_BAND,
+    INTERRUPTION_BANDS,
+    SPOT_BAND_BASIS,
+    SPOT_INTERRUPTION_BAND,
+)
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.model.aws import CapacityGroup
+from gpucluster.clusterfile.nodes import rack_hosts
 from gpucluster.cost.checkpoint import (
     CheckpointPlan,
     Method,
@@ -14,16 +24,6 @@ from gpucluster.cost.checkpoint import (
 )
 from gpucluster.cost.formulas import OnPremMonthly, onprem_monthly
 from gpucluster.cost.markets import cite
-from gpucluster.spec.catalog import GPU_MODELS, INSTANCE_TYPES
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.model_aws import CapacityGroup
-from gpucluster.spec.nodes import rack_hosts
-from gpucluster.spec.prices import (
-    DEFAULT_INTERRUPTION_BAND,
-    INTERRUPTION_BANDS,
-    SPOT_BAND_BASIS,
-    SPOT_INTERRUPTION_BAND,
-)
 
 DEFAULT_CHECKPOINT_WRITE_S = 120  # a ~1 TiB sharded checkpoint at ~8.5 GiB/s to S3 or a parallel FS
 DEFAULT_RESTART_S = 600  # replace a reclaimed instance, rejoin Slurm, reload the checkpoint

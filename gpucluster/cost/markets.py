@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpucluster.spec.catalog import INSTANCE_TYPES, Source
-from gpucluster.spec.model_economics import Economics
-from gpucluster.spec.prices import (
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES, Source
+from gpucluster.clusterfile.catalog.prices import (
     CAPACITY_BLOCK_USD_PER_HOUR,
     SAVINGS_PLAN_1Y_DISCOUNT,
     SAVINGS_PLAN_3Y_DISCOUNT,
     SPOT_DISCOUNT,
     Rate,
 )
+from gpucluster.clusterfile.model.economics import Economics
 
 MarketKey = Literal["on-demand", "savings-plan-1y", "savings-plan-3y", "capacity-block", "spot"]
 MARKET_LABELS: dict[MarketKey, str] = {

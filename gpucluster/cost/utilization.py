@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.nodes import node_groups
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.nodes import node_groups
 
 REQUIRED_COLUMNS = ("JobID", "Partition", "AllocTRES", "Elapsed", "Start")
 SACCT_COMMAND = (

@@ -14,11 +14,16 @@ from pathlib import Path
 
 from gpucluster.review.errors import ReviewError
 
-# Uses only the long-standing public functions so it also runs against older base commits.
+# Uses only the long-standing public functions so it also runs against older base commits, including
+# those from before the loader moved to gpucluster.clusterfile and the renderer to gpucluster.render/.
 _SCRIPT = """
 import json, sys
-from gpucluster.spec import load
-from gpucluster.render_output import render_all, manifest
+try:
+    from gpucluster.clusterfile import load
+    from gpucluster.render.output import render_all, manifest
+except ImportError:
+    from gpucluster.spec import load
+    from gpucluster.render_output import render_all, manifest
 from gpucluster.cost.analysis import build_report
 path = sys.argv[1]
 cluster = load(path).cluster

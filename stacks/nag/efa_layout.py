@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 from pydantic import ValidationError
 
-from gpucluster.spec.catalog import INSTANCE_TYPES
-from gpucluster.spec.efa_layout import layout_problems
-from gpucluster.spec.model_aws import EfaInterface
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
+from gpucluster.clusterfile.efa_layout import layout_problems
+from gpucluster.clusterfile.model.aws import EfaInterface
 from stacks.nag.launch_templates import has_efa, instance_types, interfaces
 from stacks.nag.template import Finding, Json, Rule, Template
 

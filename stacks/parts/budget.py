@@ -6,7 +6,7 @@ from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from gpucluster.spec.model_aws import Budget
+from gpucluster.clusterfile.model.aws import Budget
 from stacks.tags import CLUSTER_TAG
 
 

@@ -7,7 +7,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from gpucluster.spec.model_aws import CheckpointBucket as CheckpointSpec
+from gpucluster.clusterfile.model.aws import CheckpointBucket as CheckpointSpec
 from stacks.parts.acks import acknowledge
 from stacks.tags import ROLE_TAG
 

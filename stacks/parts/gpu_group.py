@@ -7,7 +7,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from gpucluster.spec.model_aws import CapacityGroup
+from gpucluster.clusterfile.model.aws import CapacityGroup
 from stacks.parts.acks import acknowledge
 from stacks.parts.efa_security_group import EfaSecurityGroup
 from stacks.parts.gpu_launch_template import GpuLaunchTemplate

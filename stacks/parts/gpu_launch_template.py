@@ -8,9 +8,9 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from gpucluster.spec.catalog import INSTANCE_TYPES
-from gpucluster.spec.efa_layout import interfaces_for
-from gpucluster.spec.model_aws import CapacityGroup, EfaInterface
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
+from gpucluster.clusterfile.efa_layout import interfaces_for
+from gpucluster.clusterfile.model.aws import CapacityGroup, EfaInterface
 
 ROOT_DEVICE = "/dev/sda1"  # root device of the Ubuntu-based Deep Learning AMIs
 # Real instance types missing from cfn-lint 1.58's per-region list (built from the price list, where

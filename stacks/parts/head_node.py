@@ -9,7 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from gpucluster.spec.model_aws import HeadNode as HeadNodeSpec
+from gpucluster.clusterfile.model.aws import HeadNode as HeadNodeSpec
 from stacks.parts.acks import acknowledge
 
 ROOT_DEVICE = "/dev/sda1"

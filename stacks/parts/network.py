@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from gpucluster.spec.model_aws import Vpn
+from gpucluster.clusterfile.model.aws import Vpn
 from stacks.parts.acks import acknowledge
 from stacks.parts.encryption_key import EncryptionKey
 

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from gpucluster.ansible_vars import inventory
-from gpucluster.spec import Cluster, load_text
+from gpucluster.clusterfile import Cluster, load_text
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "clusters" / "example.yaml"

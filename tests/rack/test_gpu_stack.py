@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
+from gpucluster.clusterfile import load
 from gpucluster.render import render
-from gpucluster.spec import load
 from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
 from tests.rack.rack import Rack, down
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from gpucluster.render_output import render_all
-from gpucluster.spec import load
+from gpucluster.clusterfile import load
+from gpucluster.render.output import render_all
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden"

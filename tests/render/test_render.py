@@ -6,8 +6,8 @@ import jinja2
 import pytest
 import yaml
 
+from gpucluster.clusterfile import Cluster, load, node_groups
 from gpucluster.render import SHARED_FILES, RenderError, _environment, render
-from gpucluster.spec import Cluster, load, node_groups
 from tests.conftest import CLUSTER_FILES
 
 

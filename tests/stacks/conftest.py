@@ -13,7 +13,7 @@ import pytest
 from aws_cdk import cx_api
 from aws_cdk.assertions import Template
 
-from gpucluster.spec import Cluster, load, load_text
+from gpucluster.clusterfile import Cluster, load, load_text
 from stacks.cluster_app import ClusterStacks, add_checks, build
 
 ROOT = Path(__file__).resolve().parents[2]

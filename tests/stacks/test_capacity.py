@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
+from gpucluster.clusterfile.model.aws import CapacityGroup
 from gpucluster.render import render
-from gpucluster.spec.catalog import INSTANCE_TYPES
-from gpucluster.spec.model_aws import CapacityGroup
 from tests.stacks.conftest import Synth
 
 SHIPPED_WITH_CAPACITY = ["example", "cloud-only"]
@@ -245,7 +245,7 @@ def test_on_demand_reservation_targets_the_reservation_without_a_market_type() -
 def test_head_node_outside_the_gpu_subnet_is_rejected() -> None:
     from ipaddress import IPv4Network
 
-    from gpucluster.spec import SpecError
+    from gpucluster.clusterfile import ClusterFileError
     from tests.stacks.conftest import variant
 
     def upper_half(doc: dict[str, Any]) -> None:
@@ -255,6 +255,6 @@ def test_head_node_outside_the_gpu_subnet_is_rejected() -> None:
         doc["aws"]["head_node"]["address"] = str(upper.network_address + 10)
 
     with pytest.raises(
-        SpecError, match=r"aws\.head_node\.address: .* not a usable address of the GPU subnet"
+        ClusterFileError, match=r"aws\.head_node\.address: .* not a usable address of the GPU subnet"
     ):
         variant(upper_half, base="cloud-only")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.spec import load
+from gpucluster.clusterfile import load
 from stacks.checkov_skips import SKIPS, skip_check_argument
 from tests.stacks.conftest import CLUSTER_FILES, ROOT, Synth, synthesize
 

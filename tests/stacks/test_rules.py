@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gpucluster.spec.catalog import INSTANCE_TYPES
-from gpucluster.spec.efa_layout import standard_layout
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
+from gpucluster.clusterfile.efa_layout import standard_layout
 from stacks.nag import checkpoint_bucket, efa_layout, efa_security_group, imdsv2, no_public_ip, placement
 from stacks.nag.plugin import RULES, findings
 from stacks.nag.template import Rule, Template

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from gpucluster.spec.catalog import INSTANCE_TYPES
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from stacks.summary import groups, main, render_summary, stacks
 from tests.stacks.conftest import Synth
 

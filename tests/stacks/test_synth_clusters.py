@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from gpucluster.spec import Cluster, SpecError, load
-from gpucluster.spec.catalog import INSTANCE_TYPES
-from gpucluster.spec.efa_layout import standard_layout
-from gpucluster.spec.model_aws import CapacityGroup
+from gpucluster.clusterfile import Cluster, ClusterFileError, load
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
+from gpucluster.clusterfile.efa_layout import standard_layout
+from gpucluster.clusterfile.model.aws import CapacityGroup
 from stacks.nag.plugin import findings
 from tests.stacks.conftest import CLUSTER_FILES, ROOT, Synth, ValidationFailedError, synthesize, variant
 
@@ -93,9 +93,9 @@ def test_model_rejects_the_same_mistakes_with_the_card_and_rule() -> None:
             market="capacity-block", capacity_reservation_id="cr-0123456789abcdef0", placement_group=True
         )
 
-    with pytest.raises(SpecError, match="network card 7 has no EFA interface"):
+    with pytest.raises(ClusterFileError, match="network card 7 has no EFA interface"):
         variant(missing_card)
-    with pytest.raises(SpecError, match="capacity blocks must not use a placement group"):
+    with pytest.raises(ClusterFileError, match="capacity blocks must not use a placement group"):
         variant(block_with_pg)
 
 

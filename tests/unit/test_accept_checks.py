@@ -14,7 +14,7 @@ from gpucluster.accept.declared import Declared, declared_for
 from gpucluster.accept.errors import AcceptInputError
 from gpucluster.accept.observations import Observations, observations_from
 from gpucluster.accept.results import CheckResult
-from gpucluster.spec import Cluster, load_text
+from gpucluster.clusterfile import Cluster, load_text
 from tests.conftest import ROOT
 from tests.rack.rack_cluster import rack_cluster_file
 

@@ -11,9 +11,9 @@ from gpucluster.accept.__main__ import main
 from gpucluster.accept.declared import declared_for
 from gpucluster.accept.report import DRAIN_REASON_MAX_CHARS, drain_reason
 from gpucluster.accept.results import failed, passed
-from gpucluster.spec import load_text
-from gpucluster.spec.catalog import FABRICS, GPU_MODELS
-from gpucluster.spec.thresholds import MULTI_NODE_BUSBW_PER_PORT, SINGLE_NODE_BUSBW
+from gpucluster.clusterfile import load_text
+from gpucluster.clusterfile.catalog.hardware import FABRICS, GPU_MODELS
+from gpucluster.clusterfile.catalog.thresholds import MULTI_NODE_BUSBW_PER_PORT, SINGLE_NODE_BUSBW
 from tests.conftest import ROOT
 from tests.unit.test_accept_checks import node_commands
 

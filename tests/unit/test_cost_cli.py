@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpucluster.cli import main
+from gpucluster.clusterfile import Cluster
 from gpucluster.cost.analysis import build_report
-from gpucluster.spec import Cluster
 from tests.conftest import ROOT
 
 EXAMPLE = (ROOT / "clusters" / "example.yaml").read_text()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.cost.checkpoint import first_order_overhead, young_interval_s
 from gpucluster.cost.formulas import (
     HOURS_PER_MONTH,
@@ -36,7 +37,6 @@ from gpucluster.cost.formulas import (
     pay_per_use_curve,
 )
 from gpucluster.cost.recommend import recommend, rule_of_thumb
-from gpucluster.spec.catalog import INSTANCE_TYPES
 
 G1_GPUS = 32
 G1_GPU_HOURS = G1_GPUS * HOURS_PER_MONTH

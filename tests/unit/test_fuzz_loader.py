@@ -1,4 +1,4 @@
-"""Random YAML and random mutations of the example: the loader ends in a model or a SpecError."""
+"""Random YAML and random mutations of the example: the loader ends in a model or a ClusterFileError."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucluster.cli import main
-from gpucluster.spec import SpecError, load_text
+from gpucluster.clusterfile import ClusterFileError, load_text
 from tests.conftest import ROOT
 
 EXAMPLE: dict[str, Any] = yaml.safe_load((ROOT / "clusters" / "example.yaml").read_text())
@@ -48,7 +48,7 @@ PATHS = [p for p in _paths(EXAMPLE) if p]
 def _loads_or_rejects(text: str) -> None:
     try:
         load_text(text, "fuzz.yaml")
-    except SpecError as exc:
+    except ClusterFileError as exc:
         assert exc.findings and all(str(f).startswith("fuzz.yaml:") for f in exc.findings)
 
 

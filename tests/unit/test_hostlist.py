@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpucluster.spec.hostlist import compress, expand
+from gpucluster.clusterfile.hostlist import compress, expand
 
 
 def test_expand_keeps_zero_padding() -> None:

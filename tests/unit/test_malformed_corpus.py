@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.spec import SpecError, load
-from gpucluster.spec.findings import dotted
+from gpucluster.clusterfile import ClusterFileError, load
+from gpucluster.clusterfile.findings import dotted
 
 CORPUS = sorted((Path(__file__).parent / "malformed").glob("*.yaml"))
 
@@ -26,7 +26,7 @@ def _expected_path(path: Path) -> str:
 @pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
 def test_malformed_file_names_its_path(path: Path) -> None:
     expected = _expected_path(path)
-    with pytest.raises(SpecError) as caught:
+    with pytest.raises(ClusterFileError) as caught:
         load(path)
     findings = caught.value.findings
     matching = [f for f in findings if dotted(f.path) == expected]

@@ -9,10 +9,10 @@ import pydantic
 import pytest
 import yaml
 
-from gpucluster.spec import Cluster, SpecError, load_text, node_groups
-from gpucluster.spec.catalog import GPU_MODELS, INSTANCE_TYPES
-from gpucluster.spec.efa_layout import interfaces_for, layout_problems, standard_layout
-from gpucluster.spec.model_aws import CapacityGroup, EfaInterface
+from gpucluster.clusterfile import Cluster, ClusterFileError, load_text, node_groups
+from gpucluster.clusterfile.catalog.hardware import GPU_MODELS, INSTANCE_TYPES
+from gpucluster.clusterfile.efa_layout import interfaces_for, layout_problems, standard_layout
+from gpucluster.clusterfile.model.aws import CapacityGroup, EfaInterface
 from tests.conftest import ROOT
 
 EXAMPLE: dict[str, Any] = yaml.safe_load((ROOT / "clusters" / "example.yaml").read_text())
@@ -23,7 +23,7 @@ def _load(data: dict[str, Any]) -> Cluster:
 
 
 def _errors(data: dict[str, Any]) -> list[str]:
-    with pytest.raises(SpecError) as caught:
+    with pytest.raises(ClusterFileError) as caught:
         _load(data)
     return [str(f) for f in caught.value.findings]
 

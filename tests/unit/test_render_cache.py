@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster import render_cache
+from gpucluster.render import disk_cache as render_cache
 
 
 @pytest.fixture

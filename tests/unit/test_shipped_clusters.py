@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from gpucluster.cli import cluster_schema
-from gpucluster.spec import load
+from gpucluster.clusterfile import load
 from tests.conftest import CLUSTER_FILES
 
 

@@ -15,6 +15,7 @@ from datetime import datetime
 import pytest
 
 from gpucluster.cli import main
+from gpucluster.clusterfile import Cluster
 from gpucluster.cost.utilization import (
     SacctError,
     elapsed_s,
@@ -23,7 +24,6 @@ from gpucluster.cost.utilization import (
     partition_gpus,
     utilization_by_partition,
 )
-from gpucluster.spec import Cluster
 from tests.conftest import ROOT
 
 SAMPLE = ROOT / "tests" / "unit" / "samples" / "sacct" / "example-day.txt"

@@ -1,4 +1,4 @@
-"""Ansible inventory plugin: a gpucluster cluster file is an inventory (read through gpucluster.spec)."""
+"""Ansible inventory plugin: a gpucluster cluster file is an inventory (read by gpucluster.clusterfile)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ DOCUMENTATION = r"""
     short_description: Hosts, groups and role variables from a gpucluster cluster file
     description:
       - "Recognises a YAML file with C(apiVersion: gpucluster/v1) and C(kind: Cluster)."
-      - "Loads it through gpucluster.spec (the project's only reader) and yields the on-prem hosts with
+      - "Loads it through gpucluster.clusterfile (the project's only reader) and yields the on-prem hosts with
         C(ansible_host), groups per site, rack, hardware profile and Slurm role, and the role variables."
 """
 
@@ -53,11 +53,11 @@ class InventoryModule(BaseInventoryPlugin):
         super().parse(inventory, loader, path, cache)
         _import_gpucluster()
         from gpucluster.ansible_vars import inventory as cluster_inventory
-        from gpucluster.spec import SpecError, load
+        from gpucluster.clusterfile import ClusterFileError, load
 
         try:
             loaded = load(path)
-        except SpecError as exc:
+        except ClusterFileError as exc:
             raise AnsibleParserError(str(exc)) from None
         result = cluster_inventory(loaded.cluster, str(Path(path).resolve()))
         for host, variables in result.hosts.items():

@@ -28,13 +28,13 @@ DOCUMENTATION = r"""
 
 
 def _render(cluster_file: str, host: str) -> dict[str, str]:
+    from gpucluster.clusterfile import ClusterFileError, load
+    from gpucluster.clusterfile.nodes import group_of_host
     from gpucluster.render import render
-    from gpucluster.spec import SpecError, load
-    from gpucluster.spec.nodes import group_of_host
 
     try:
         cluster = load(cluster_file).cluster
-    except SpecError as exc:
+    except ClusterFileError as exc:
         raise AnsibleLookupError(str(exc)) from None
     gpu_node = group_of_host(cluster, host) is not None
     return render(cluster, "onprem", host=host if gpu_node else None, source=cluster_file)
@@ -46,7 +46,7 @@ def _rendered(cluster_file: str, host: str) -> dict[str, str]:
         import gpucluster  # noqa: F401
     except ImportError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from gpucluster.render_cache import rendered
+    from gpucluster.render.disk_cache import rendered
 
     return rendered(Path(cluster_file), host, lambda: _render(cluster_file, host))
 

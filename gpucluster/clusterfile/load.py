@@ -8,11 +8,11 @@ from pathlib import Path as FsPath
 import yaml
 from pydantic import ValidationError
 
-from gpucluster.spec.checks import run_checks
-from gpucluster.spec.findings import Finding, SpecError
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.pydantic_errors import findings_from
-from gpucluster.spec.yaml_positions import line_of, parse
+from gpucluster.clusterfile.checks import run_checks
+from gpucluster.clusterfile.findings import ClusterFileError, Finding
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.pydantic_errors import findings_from
+from gpucluster.clusterfile.yaml_positions import line_of, parse
 
 DEFAULT_CLUSTER_FILE = "clusters/example.yaml"
 
@@ -27,13 +27,13 @@ class Loaded:
 
 
 def load(path: str | FsPath) -> Loaded:
-    """Load and validate a cluster file; raise SpecError with every problem found."""
+    """Load and validate a cluster file; raise ClusterFileError with every problem found."""
     source = str(path)
     try:
         text = FsPath(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise SpecError(
+        raise ClusterFileError(
             [
                 Finding(
                     (),
@@ -53,7 +53,7 @@ def load_text(text: str, source: str = "<string>") -> Loaded:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(
+        raise ClusterFileError(
             [
                 Finding(
                     (), f"not valid YAML: {problem}", "fix the indentation or quoting at that line"
@@ -61,9 +61,9 @@ def load_text(text: str, source: str = "<string>") -> Loaded:
             ]
         ) from None
     if duplicates:
-        raise SpecError([f.located(source, f.line) for f in duplicates])
+        raise ClusterFileError([f.located(source, f.line) for f in duplicates])
     if not isinstance(data, dict):
-        raise SpecError(
+        raise ClusterFileError(
             [
                 Finding(
                     (),
@@ -76,9 +76,9 @@ def load_text(text: str, source: str = "<string>") -> Loaded:
         cluster = Cluster.model_validate(data)
     except ValidationError as exc:
         found = findings_from(exc, data, Cluster)
-        raise SpecError([f.located(source, line_of(f.path, lines)) for f in found]) from None
+        raise ClusterFileError([f.located(source, line_of(f.path, lines)) for f in found]) from None
     placed = [f.located(source, line_of(f.path, lines)) for f in run_checks(cluster)]
     errors = [f for f in placed if f.level == "error"]
     if errors:
-        raise SpecError(errors)
+        raise ClusterFileError(errors)
     return Loaded(cluster, source, [f for f in placed if f.level == "warning"])

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from gpucluster.spec import checks_aws, checks_cluster, checks_onprem
-from gpucluster.spec.findings import Finding
-from gpucluster.spec.model import Cluster
+from gpucluster.clusterfile.checks import aws as checks_aws
+from gpucluster.clusterfile.checks import cluster as checks_cluster
+from gpucluster.clusterfile.checks import onprem as checks_onprem
+from gpucluster.clusterfile.findings import Finding
+from gpucluster.clusterfile.model import Cluster
 
 Rule = Callable[[Cluster], Iterator[Finding]]
 

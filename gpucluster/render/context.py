@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from gpucluster.spec.hostlist import compress
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.nodes import NodeGroup, node_groups
+from gpucluster.clusterfile.hostlist import compress
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.nodes import NodeGroup, node_groups
 
 
 @dataclass(frozen=True)

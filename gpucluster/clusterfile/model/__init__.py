@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from gpucluster.spec.model_aws import Aws
-from gpucluster.spec.model_common import Name, Strict
-from gpucluster.spec.model_economics import Economics
-from gpucluster.spec.model_onprem import OnPrem
-from gpucluster.spec.model_software import Slurm, Versions
+from gpucluster.clusterfile.model.aws import Aws
+from gpucluster.clusterfile.model.common import Name, Strict
+from gpucluster.clusterfile.model.economics import Economics
+from gpucluster.clusterfile.model.onprem import OnPrem
+from gpucluster.clusterfile.model.software import Slurm, Versions
 
 
 class Cluster(Strict):

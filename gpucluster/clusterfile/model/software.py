@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from gpucluster.spec.model_common import HostName, Name, Strict, VersionPin
+from gpucluster.clusterfile.model.common import HostName, Name, Strict, VersionPin
 
 DriverBranch = Annotated[str, StringConstraints(pattern=r"^[0-9]{3}$")]
 

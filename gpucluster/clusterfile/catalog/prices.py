@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from gpucluster.spec.catalog import Source
+from gpucluster.clusterfile.catalog.hardware import Source
 
 REFERENCE_REGION: Final = "us-east-1"
 

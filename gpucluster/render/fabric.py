@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.nodes import NodeGroup
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.nodes import NodeGroup
 
 # libfabric ≥ 1.18 (EFA installer ≥ 1.24) enables GPUDirect RDMA on EFA by itself; setting
 # FI_EFA_USE_DEVICE_RDMA is only needed before that.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from gpucluster.spec.catalog import Source
+from gpucluster.clusterfile.catalog.hardware import Source
 
 _AZURE_NHC_H100: Final = Source(
     "https://github.com/Azure/azurehpc-health-checks/blob/main/conf/nd96isr_h100_v5.conf", "2026-12-02"

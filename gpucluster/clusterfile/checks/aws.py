@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from gpucluster.spec.catalog import INSTANCE_TYPES, REGION_AZS
-from gpucluster.spec.efa_layout import layout_problems
-from gpucluster.spec.findings import Finding
-from gpucluster.spec.model import Cluster
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES, REGION_AZS
+from gpucluster.clusterfile.efa_layout import layout_problems
+from gpucluster.clusterfile.findings import Finding
+from gpucluster.clusterfile.model import Cluster
 
 _CAP = ("aws", "capacity")
 

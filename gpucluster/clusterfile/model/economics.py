@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator
 
-from gpucluster.spec.catalog import INSTANCE_TYPES
-from gpucluster.spec.model_common import Fraction, Strict
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
+from gpucluster.clusterfile.model.common import Fraction, Strict
 
 Usd = Annotated[float, Field(ge=0)]
 PricesByType = dict[str, PositiveFloat]

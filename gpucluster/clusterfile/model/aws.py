@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeInt, PositiveInt, StringConstraints
 
-from gpucluster.spec.model_common import Name, Strict
+from gpucluster.clusterfile.model.common import Name, Strict
 
 Market = Literal["on-demand", "spot", "capacity-block"]
 EfaLayout = Literal["efa-only", "efa"]

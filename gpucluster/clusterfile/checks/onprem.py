@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpucluster.spec.catalog import GPU_MODELS
-from gpucluster.spec.findings import Finding
-from gpucluster.spec.hostlist import expand
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.model_onprem import Host, Rack
-from gpucluster.spec.nodes import rack_hosts
+from gpucluster.clusterfile.catalog.hardware import GPU_MODELS
+from gpucluster.clusterfile.findings import Finding
+from gpucluster.clusterfile.hostlist import expand
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.model.onprem import Host, Rack
+from gpucluster.clusterfile.nodes import rack_hosts
 
 
 def profile_gpu_model_known(cluster: Cluster) -> Iterator[Finding]:

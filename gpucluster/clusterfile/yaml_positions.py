@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from gpucluster.spec.findings import Finding, Path
+from gpucluster.clusterfile.findings import Finding, Path
 
 
 class _Loader(yaml.SafeLoader):

@@ -42,7 +42,7 @@ class Finding:
 
 
 @dataclass
-class SpecError(Exception):
+class ClusterFileError(Exception):
     """A cluster file that cannot be used; carries every error found, each with its place."""
 
     findings: list[Finding] = field(default_factory=list)

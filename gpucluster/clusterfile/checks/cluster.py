@@ -6,11 +6,11 @@ from collections import Counter
 from collections.abc import Iterator
 from ipaddress import IPv4Address
 
-from gpucluster.spec.catalog import INSTANCE_TYPES
-from gpucluster.spec.findings import Finding, Path, dotted
-from gpucluster.spec.hostlist import expand
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.nodes import cloud_node_names
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
+from gpucluster.clusterfile.findings import Finding, Path, dotted
+from gpucluster.clusterfile.hostlist import expand
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.nodes import cloud_node_names
 
 
 def has_some_capacity(cluster: Cluster) -> Iterator[Finding]:

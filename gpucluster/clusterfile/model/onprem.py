@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt, StringConstraints
 
-from gpucluster.spec.model_common import HostName, Name, Strict
+from gpucluster.clusterfile.model.common import HostName, Name, Strict
 
 HostPattern = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*(\[[0-9]+-[0-9]+\])?[a-z0-9-]*$")]
 

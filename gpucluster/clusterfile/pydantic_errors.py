@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from gpucluster.spec.findings import Finding, Path
+from gpucluster.clusterfile.findings import Finding, Path
 
 _HINTS = {
     "missing": "add this field (see `gpucluster schema`)",

@@ -8,14 +8,15 @@ from typing import Final, Literal
 
 import jinja2
 
-from gpucluster.render_context import munge_key_parameter, onprem_hosts, slurm_context
-from gpucluster.render_fabric import fabric_context
-from gpucluster.spec.hostlist import compress
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.nodes import NodeGroup, group_of_host, node_groups
+from gpucluster.clusterfile.hostlist import compress
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.nodes import NodeGroup, group_of_host, node_groups
+from gpucluster.render.context import munge_key_parameter, onprem_hosts, slurm_context
+from gpucluster.render.fabric import fabric_context
 
 Target = Literal["aws", "onprem"]
-TEMPLATES_DIR: Final = Path(__file__).resolve().parent.parent / "templates"
+# A link to the repository's templates/ (the one place they are edited); a built wheel carries a copy.
+TEMPLATES_DIR: Final = Path(__file__).resolve().parent / "templates"
 
 # Files every node of the cluster receives, byte-identical on cloud and rack nodes.
 SHARED_FILES: Final = ("slurm/slurm.conf", "slurm/gres.conf", "slurm/cgroup.conf", "slurm/topology.conf")

@@ -9,9 +9,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.nodes import node_groups
 from gpucluster.render import DESTINATIONS, render
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.nodes import node_groups
 
 
 def render_all(cluster: Cluster, source: str) -> dict[str, str]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpucluster.spec.catalog import InstanceType
-from gpucluster.spec.model_aws import CapacityGroup, EfaInterface
+from gpucluster.clusterfile.catalog.hardware import InstanceType
+from gpucluster.clusterfile.model.aws import CapacityGroup, EfaInterface
 
 _EFA_TYPES = ("efa", "efa-only")
 

@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parent.parent
 # The renderer's inputs besides the cluster file: the package's code and its templates.
-SOURCES = (PACKAGE, PACKAGE.parent / "templates")
+SOURCES = (PACKAGE, PACKAGE / "render" / "templates")
 
 
 def cache_dir() -> Path:

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Literal
 
-from gpucluster.spec.catalog import FABRICS, GPU_MODELS, INSTANCE_TYPES, Fabric, GpuModel
-from gpucluster.spec.hostlist import expand
-from gpucluster.spec.model import Cluster
-from gpucluster.spec.model_aws import CapacityGroup
-from gpucluster.spec.model_onprem import Host, Rack
+from gpucluster.clusterfile.catalog.hardware import FABRICS, GPU_MODELS, INSTANCE_TYPES, Fabric, GpuModel
+from gpucluster.clusterfile.hostlist import expand
+from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.model.aws import CapacityGroup
+from gpucluster.clusterfile.model.onprem import Host, Rack
 
 Site = Literal["onprem", "aws"]
 # Memory kept back for the OS and daemons so slurmd never reports less than RealMemory.

@@ -1,0 +1,1 @@
+"""Reference figures: hardware (GPUs, fabrics, instance types), prices and acceptance thresholds."""
