@@ -1,6 +1,6 @@
 """A disk cache of one host's rendered node files, shared by Ansible's forked workers.
 
-Each lookup of `gpucluster_render` runs in a fresh worker process, so an in-process cache is lost
+Each lookup of `gpucluster.cluster.render` runs in a fresh worker process, so an in-process cache is lost
 between tasks; loading the spec and rendering costs about half a second of CPU each time. The cache
 key covers the cluster file's bytes, every source file of the renderer and the host, so any change
 renders again; only this module and the standard library are imported on a hit.

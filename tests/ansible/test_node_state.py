@@ -1,4 +1,4 @@
-"""gpucluster_node_state run by Ansible on this machine, and the filters that read its answer."""
+"""gpucluster.cluster.node_state run by Ansible on this machine, and the filters that read its answer."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ BIN = Path(sys.executable).parent
 
 def _filters() -> dict[str, Any]:
     spec = importlib.util.spec_from_file_location(
-        "gpucluster_files", ROOT / "ansible/plugins/filter/gpucluster_files.py"
+        "gpucluster_files", ROOT / "ansible/plugins/filter/node_state_filters.py"
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -38,7 +39,7 @@ def _node_state(args: dict[str, Any], extra_env: dict[str, str]) -> dict[str, An
             "local",
             "-o",
             "-m",
-            "gpucluster_node_state",
+            "gpucluster.cluster.node_state",
             "-a",
             json.dumps(args),
         ],
@@ -53,13 +54,21 @@ def _node_state(args: dict[str, Any], extra_env: dict[str, str]) -> dict[str, An
     return answer
 
 
+def _collection_without_action_plugin(root: Path) -> dict[str, str]:
+    """A copy of the collection that has the module but not its action plugin."""
+    copy = root / "ansible_collections" / "gpucluster" / "cluster"
+    (copy / "plugins" / "modules").mkdir(parents=True)
+    shutil.copy(ROOT / "ansible/galaxy.yml", copy / "galaxy.yml")
+    shutil.copy(ROOT / "ansible/plugins/modules/node_state.py", copy / "plugins/modules/node_state.py")
+    return {"ANSIBLE_COLLECTIONS_PATH": str(root)}
+
+
 # The action plugin runs the module file with plain Python; without it Ansible runs it as a module.
-@pytest.mark.parametrize(
-    "extra_env", [{}, {"ANSIBLE_ACTION_PLUGINS": "/nonexistent"}], ids=["plain-python", "ansiballz"]
-)
+@pytest.mark.parametrize("plain_python", [True, False], ids=["plain-python", "ansiballz"])
 def test_one_module_run_reads_files_texts_accounts_packages_and_services(
-    tmp_path: Path, extra_env: dict[str, str]
+    tmp_path: Path, plain_python: bool
 ) -> None:
+    extra_env = {} if plain_python else _collection_without_action_plugin(tmp_path / "collections")
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=t\n")
     conf.chmod(0o640)
@@ -101,7 +110,7 @@ def test_one_module_run_reads_files_texts_accounts_packages_and_services(
 
 def test_the_filters_say_current_only_when_everything_matches() -> None:
     filters = _filters()
-    current = filters["gpucluster_state_current"]
+    current = filters["state_current"]
     body = "NodeName=n1\n"
     state = {
         "files": {
@@ -145,7 +154,7 @@ def test_the_filters_say_current_only_when_everything_matches() -> None:
     assert (
         not current(state, "/gone") and not current(state, "/never-read") and not current(None, "/etc/slurm")
     )
-    assert filters["gpucluster_service_current"](state, "munge")
-    assert not filters["gpucluster_service_current"](state, "slurmd")  # running but not enabled
-    assert filters["gpucluster_packages_missing"](state, ["munge", "slurm-client"]) == ["slurm-client"]
-    assert filters["gpucluster_packages_unheld"](state, ["nvidia-smi", "libcuda1"]) == ["libcuda1"]
+    assert filters["service_current"](state, "munge")
+    assert not filters["service_current"](state, "slurmd")  # running but not enabled
+    assert filters["packages_missing"](state, ["munge", "slurm-client"]) == ["slurm-client"]
+    assert filters["packages_unheld"](state, ["nvidia-smi", "libcuda1"]) == ["libcuda1"]

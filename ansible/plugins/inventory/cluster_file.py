@@ -11,7 +11,7 @@ from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin
 
 DOCUMENTATION = r"""
-    name: gpucluster
+    name: cluster_file
     short_description: Hosts, groups and role variables from a gpucluster cluster file
     description:
       - "Recognises a YAML file with C(apiVersion: gpucluster/v1) and C(kind: Cluster)."
@@ -36,7 +36,7 @@ def _import_gpucluster() -> None:
 class InventoryModule(BaseInventoryPlugin):
     """Turns a cluster file into hosts and groups."""
 
-    NAME = "gpucluster"
+    NAME = "gpucluster.cluster.cluster_file"
 
     def verify_file(self, path: str) -> bool:
         """Claim YAML files whose head says apiVersion gpucluster/v1 and kind Cluster."""

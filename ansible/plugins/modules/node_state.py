@@ -18,17 +18,17 @@ from typing import Any
 
 DOCUMENTATION = r"""
 ---
-module: gpucluster_node_state
+module: node_state
 short_description: Read what a role would change on a node, in one module run
 description:
   - A re-run of a converged rack changes nothing, so its cost is the checks. Each builtin module run
     costs a Python start and an AnsiballZ unpack on the node (about 0.25 s there); a role that checks
     packages, accounts, files and services with builtin modules pays that five to ten times.
   - This module reads all of it at once. Roles run the builtin module that changes a thing only when
-    this module's answer shows it differs (see the gpucluster_state_current filter), so a re-run
+    this module's answer shows it differs (see the gpucluster.cluster.state_current filter), so a re-run
     costs one module run per role.
   - Read-only; it never changes the node and runs the same in check mode.
-  - Its action plugin runs this file with the node's plain Python (no AnsiballZ, no Ansible imports:
+  - Its action plugin runs this file with the node's plain Python (no AnsiballZ, no Ansible imports;
     about a tenth of a builtin module's node CPU), which is why the reading needs only the standard library.
 options:
   paths:

@@ -10,7 +10,7 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
 DOCUMENTATION = r"""
-    name: gpucluster_render
+    name: render
     short_description: Render a node file of a gpucluster cluster
     description:
       - Returns the text gpucluster.render produces for the on-prem target, for the given host.
@@ -52,7 +52,7 @@ def _rendered(cluster_file: str, host: str) -> dict[str, str]:
 
 
 class LookupModule(LookupBase):
-    """`lookup('gpucluster_render', 'slurm/slurm.conf', cluster_file=…, host=…)`."""
+    """`lookup('gpucluster.cluster.render', 'slurm/slurm.conf', cluster_file=…, host=…)`."""
 
     def run(self, terms, variables=None, **kwargs):  # type: ignore[no-untyped-def]
         """Return one text per requested path."""

@@ -17,7 +17,7 @@ from typing import Any
 from ansible import constants
 from ansible.plugins.action import ActionBase
 
-MODULE_SOURCE = Path(__file__).resolve().parent.parent / "modules" / "gpucluster_node_state.py"
+MODULE_SOURCE = Path(__file__).resolve().parent.parent / "modules" / "node_state.py"
 
 
 def _module_argument_spec() -> dict[str, dict[str, Any]]:

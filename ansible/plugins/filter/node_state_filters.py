@@ -58,8 +58,8 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         """The filters this plugin provides."""
         return {
-            "gpucluster_state_current": state_current,
-            "gpucluster_service_current": service_current,
-            "gpucluster_packages_missing": packages_missing,
-            "gpucluster_packages_unheld": packages_unheld,
+            "state_current": state_current,
+            "service_current": service_current,
+            "packages_missing": packages_missing,
+            "packages_unheld": packages_unheld,
         }
