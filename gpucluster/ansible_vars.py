@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpucluster import names
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.onprem import Host, OnPrem
 from gpucluster.clusterfile.nodes import node_groups, rack_hosts
@@ -29,10 +30,6 @@ class Inventory:
                 members.append(host)
 
 
-def _group_name(kind: str, name: str) -> str:
-    return f"{kind}_{name}".replace("-", "_")
-
-
 def inventory(cluster: Cluster, source: str) -> Inventory:
     """On-prem hosts: service hosts and rack nodes, grouped by site, rack, profile and Slurm role."""
     result = Inventory()
@@ -41,14 +38,14 @@ def inventory(cluster: Cluster, source: str) -> Inventory:
     controller = cluster.slurm.controller
     accounting_host = cluster.slurm.accounting.host or controller
     common = _common_vars(cluster, source)
-    result.groups["infiniband_subnet_manager"] = []  # always defined, so site.yml's play never warns
+    result.groups[names.SUBNET_MANAGER_GROUP] = []  # always defined, so site.yml's play never warns
     for service in cluster.onprem.service_hosts:
         result.hosts[service.name] = {**common, "ansible_host": str(service.address)}
-        result.add(service.name, "site_onprem", "service_hosts")
+        result.add(service.name, names.ONPREM_SITE_GROUP, names.SERVICE_HOSTS_GROUP)
         if service.name == cluster.onprem.subnet_manager:
             # A service host runs opensm only: it has no hardware profile, so no GPU stack.
             result.hosts[service.name]["net_infiniband_subnet_manager"] = True
-            result.add(service.name, "infiniband_subnet_manager")
+            result.add(service.name, names.SUBNET_MANAGER_GROUP)
     for group in node_groups(cluster):
         if group.site != "onprem":
             continue
@@ -61,17 +58,17 @@ def inventory(cluster: Cluster, source: str) -> Inventory:
             }
             result.add(
                 name,
-                "site_onprem",
-                _group_name("rack", group.name),
-                _group_name("profile", group.profile),
-                "slurm_compute",
+                names.ONPREM_SITE_GROUP,
+                names.rack_group(group.name),
+                names.profile_group(group.profile),
+                names.SLURM_COMPUTE_GROUP,
             )
             if name == cluster.onprem.subnet_manager:
-                result.add(name, "infiniband_subnet_manager")
+                result.add(name, names.SUBNET_MANAGER_GROUP)
     if controller in result.hosts:
-        result.add(controller, "slurm_controller")
+        result.add(controller, names.SLURM_CONTROLLER_GROUP)
     if cluster.slurm.accounting.enabled and accounting_host in result.hosts:
-        result.add(accounting_host, "slurm_accounting")
+        result.add(accounting_host, names.SLURM_ACCOUNTING_GROUP)
     return result
 
 

@@ -9,8 +9,8 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from gpucluster.clusterfile.model import Cluster
+from gpucluster.names import asg_name, munge_key_parameter
 from gpucluster.render import render
-from gpucluster.render.context import munge_key_parameter
 from stacks.checkpoint_stack import CheckpointExports
 from stacks.parts.acks import acknowledge
 from stacks.parts.gpu_group import GpuGroup
@@ -20,11 +20,6 @@ from stacks.parts.node_role import NodeRole
 from stacks.parts.node_security_group import NodeSecurityGroup
 
 USER_DATA = "cloud-init/user-data"
-
-
-def asg_prefix(cluster_name: str) -> str:
-    """Prefix of every Auto Scaling group name of the cluster (the alert rule filters on it)."""
-    return f"gpucluster-{cluster_name}-"
 
 
 class CapacityStack(cdk.Stack):
@@ -71,7 +66,7 @@ class CapacityStack(cdk.Stack):
                 self,
                 group.name,
                 group=group,
-                asg_name=f"{asg_prefix(cluster.name)}{group.name}",
+                asg_name=asg_name(cluster.name, group.name),
                 vpc=network.vpc,
                 subnet=network.gpu_subnet,
                 image=image,

@@ -10,6 +10,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from gpucluster.clusterfile.model.aws import CheckpointBucket as CheckpointSpec
+from gpucluster.names import checkpoint_key_alias
 from stacks.parts.checkpoint_bucket import CheckpointBucket
 from stacks.parts.encryption_key import EncryptionKey
 from stacks.parts.log_bucket import AccessLogBucket
@@ -34,7 +35,7 @@ class CheckpointStack(cdk.Stack):
         self.key: kms.IKey | None = None
         if spec.encryption == "kms":
             self.key = EncryptionKey(
-                self, "Key", alias=f"alias/gpucluster/{cluster_name}/checkpoints", description="Checkpoints"
+                self, "Key", alias=checkpoint_key_alias(cluster_name), description="Checkpoints"
             ).key
         self.access_logs = AccessLogBucket(self, "AccessLogs").bucket
         self.checkpoints = CheckpointBucket(

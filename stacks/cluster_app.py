@@ -8,8 +8,9 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from gpucluster.clusterfile.model import Cluster
+from gpucluster.names import asg_prefix, stack_name
 from stacks.alerts_stack import AlertsStack
-from stacks.capacity_stack import CapacityStack, asg_prefix
+from stacks.capacity_stack import CapacityStack
 from stacks.checkpoint_stack import CheckpointStack
 from stacks.nag.plugin import GpuClusterChecks
 from stacks.network_stack import NetworkStack, NoCloudStack
@@ -35,28 +36,23 @@ class ClusterStacks:
         ]
 
 
-def stack_name(cluster: Cluster, unit: str) -> str:
-    """CloudFormation stack name of one deployment unit, e.g. `gpucluster-example-network`."""
-    return f"gpucluster-{cluster.name}-{unit}"
-
-
 def build(app: cdk.App, cluster: Cluster, *, source: str) -> ClusterStacks:
     """Create the cluster's stacks in `app`; a placeholder when the cluster file has no `aws` section."""
     aws = cluster.aws
     if aws is None:
         return ClusterStacks(
-            placeholder=NoCloudStack(app, "NoCloud", stack_name=stack_name(cluster, "no-cloud"))
+            placeholder=NoCloudStack(app, "NoCloud", stack_name=stack_name(cluster.name, "no-cloud"))
         )
     # Region-bound, account-agnostic: the AZ comes from the model, so synth needs no look-up.
     env = cdk.Environment(region=aws.region)
     cdk.Tags.of(app).add(CLUSTER_TAG, cluster.name)
-    network = NetworkStack(app, "Network", stack_name=stack_name(cluster, "network"), env=env, aws=aws)
+    network = NetworkStack(app, "Network", stack_name=stack_name(cluster.name, "network"), env=env, aws=aws)
     checkpoints = None
     if aws.checkpoint is not None:
         checkpoints = CheckpointStack(
             app,
             "Checkpoints",
-            stack_name=stack_name(cluster, "checkpoints"),
+            stack_name=stack_name(cluster.name, "checkpoints"),
             env=env,
             cluster_name=cluster.name,
             spec=aws.checkpoint,
@@ -64,7 +60,7 @@ def build(app: cdk.App, cluster: Cluster, *, source: str) -> ClusterStacks:
     alerts = AlertsStack(
         app,
         "Alerts",
-        stack_name=stack_name(cluster, "alerts"),
+        stack_name=stack_name(cluster.name, "alerts"),
         env=env,
         cluster_name=cluster.name,
         aws=aws,
@@ -73,7 +69,7 @@ def build(app: cdk.App, cluster: Cluster, *, source: str) -> ClusterStacks:
     capacity = CapacityStack(
         app,
         "Capacity",
-        stack_name=stack_name(cluster, "capacity"),
+        stack_name=stack_name(cluster.name, "capacity"),
         env=env,
         cluster=cluster,
         source=source,

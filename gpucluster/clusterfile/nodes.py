@@ -11,6 +11,7 @@ from gpucluster.clusterfile.hostlist import expand
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.aws import CapacityGroup
 from gpucluster.clusterfile.model.onprem import Host, Rack
+from gpucluster.names import cloud_node_names
 
 Site = Literal["onprem", "aws"]
 # Memory kept back for the OS and daemons so slurmd never reports less than RealMemory.
@@ -62,11 +63,6 @@ def rack_hosts(rack: Rack) -> list[Host]:
     return hosts
 
 
-def cloud_node_names(group: CapacityGroup) -> list[str]:
-    """Slurm node names of a capacity group: one per instance it may grow to."""
-    return [f"{group.name}-{n}" for n in range(1, group.max_count + 1)]
-
-
 def node_groups(cluster: Cluster) -> list[NodeGroup]:
     """Racks first, then capacity groups, in file order (a validated cluster only)."""
     groups: list[NodeGroup] = []
@@ -103,7 +99,7 @@ def _rack_group(cluster: Cluster, rack: Rack) -> NodeGroup:
 
 def _cloud_group(group: CapacityGroup) -> NodeGroup:
     itype = INSTANCE_TYPES[group.instance_type]
-    names = cloud_node_names(group)
+    names = cloud_node_names(group.name, group.max_count)
     return NodeGroup(
         name=group.name,
         site="aws",

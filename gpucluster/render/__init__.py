@@ -11,7 +11,8 @@ import jinja2
 from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import NodeGroup, group_of_host, node_groups
-from gpucluster.render.context import munge_key_parameter, onprem_hosts, slurm_context
+from gpucluster.names import munge_key_parameter
+from gpucluster.render.context import onprem_hosts, slurm_context
 from gpucluster.render.fabric import fabric_context
 
 Target = Literal["aws", "onprem"]

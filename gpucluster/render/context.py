@@ -51,11 +51,6 @@ class SlurmContext:
     max_node_count: int
 
 
-def munge_key_parameter(cluster_name: str) -> str:
-    """SSM SecureString parameter holding the cluster's munge key (base64) for cloud nodes."""
-    return f"/gpucluster/{cluster_name}/munge-key"
-
-
 def _host_address(cluster: Cluster, name: str) -> ControllerHost:
     if cluster.onprem:
         for host in cluster.onprem.service_hosts:

@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
-from stacks.capacity_stack import asg_prefix
+from gpucluster.names import asg_prefix
 from tests.stacks.conftest import Synth
 
 

@@ -10,7 +10,7 @@ from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.findings import Finding, Path, dotted
 from gpucluster.clusterfile.hostlist import expand
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.clusterfile.nodes import cloud_node_names
+from gpucluster.names import cloud_node_names
 
 
 def has_some_capacity(cluster: Cluster) -> Iterator[Finding]:
@@ -50,7 +50,10 @@ def _hosts(cluster: Cluster) -> list[tuple[Path, str, IPv4Address | None]]:
             head = cluster.aws.head_node
             hosts.append((("aws", "head_node", "name"), head.name, head.address))
         for g, group in enumerate(cluster.aws.capacity):
-            hosts += [(("aws", "capacity", g, "name"), n, None) for n in cloud_node_names(group)]
+            hosts += [
+                (("aws", "capacity", g, "name"), n, None)
+                for n in cloud_node_names(group.name, group.max_count)
+            ]
     return hosts
 
 

@@ -1,0 +1,61 @@
+"""Names derived from a cluster: stacks, AWS resources, Slurm cloud nodes and Ansible groups.
+
+Each name is made here once; stacks, roles (through the inventory), the renderer and the review read
+it from here, so a renamed resource cannot leave one consumer looking for the old name.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Ansible groups the playbooks target (ansible/playbooks/*.yml name the same strings).
+SLURM_CONTROLLER_GROUP: Final = "slurm_controller"
+SLURM_ACCOUNTING_GROUP: Final = "slurm_accounting"
+SLURM_COMPUTE_GROUP: Final = "slurm_compute"
+ONPREM_SITE_GROUP: Final = "site_onprem"
+SERVICE_HOSTS_GROUP: Final = "service_hosts"
+SUBNET_MANAGER_GROUP: Final = "infiniband_subnet_manager"
+
+
+def stack_name(cluster_name: str, unit: str) -> str:
+    """CloudFormation stack name of one deployment unit, e.g. `gpucluster-example-network`."""
+    return f"gpucluster-{cluster_name}-{unit}"
+
+
+def asg_prefix(cluster_name: str) -> str:
+    """Prefix of every Auto Scaling group name of the cluster (the alert rule filters on it)."""
+    return f"gpucluster-{cluster_name}-"
+
+
+def asg_name(cluster_name: str, group: str) -> str:
+    """Auto Scaling group name of one capacity group."""
+    return f"{asg_prefix(cluster_name)}{group}"
+
+
+def checkpoint_key_alias(cluster_name: str) -> str:
+    """KMS alias of the checkpoint bucket's key."""
+    return f"alias/gpucluster/{cluster_name}/checkpoints"
+
+
+def munge_key_parameter(cluster_name: str) -> str:
+    """SSM SecureString parameter holding the cluster's munge key (base64) for cloud nodes."""
+    return f"/gpucluster/{cluster_name}/munge-key"
+
+
+def cloud_node_names(group: str, max_count: int) -> list[str]:
+    """Slurm node names of a capacity group: one per instance it may grow to."""
+    return [f"{group}-{n}" for n in range(1, max_count + 1)]
+
+
+def rack_group(rack: str) -> str:
+    """Ansible group of one rack's nodes, e.g. `rack_rack_a`."""
+    return _group("rack", rack)
+
+
+def profile_group(profile: str) -> str:
+    """Ansible group of the nodes of one hardware profile, e.g. `profile_dgx_h100`."""
+    return _group("profile", profile)
+
+
+def _group(kind: str, name: str) -> str:
+    return f"{kind}_{name}".replace("-", "_")
