@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 RACK_DEBS := mmdebstrap systemd-container apt-cacher-ng socat iproute2 openssh-client
 N ?= 4
 
-.PHONY: help install rack-deps demo test lint unit synth render bench golden clean rack-up rack-down
+.PHONY: help install rack-deps demo test lint unit synth render bench golden role-docs clean rack-up rack-down
 
 help:  ## list the verbs
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -74,6 +74,9 @@ render: install  ## render every node file of CLUSTER into build/
 
 golden: install  ## regenerate render golden files (review the diff!)
 	$(BIN)/python -m tests.render.regenerate
+
+role-docs: install  ## regenerate the role READMEs from each role's meta/argument_specs.yml
+	$(BIN)/python -m tests.ansible.role_readmes
 
 bench: install  ## benchmarks: figures and ratios, no pass/fail
 	$(BIN)/python bench/validate.py

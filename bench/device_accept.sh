@@ -8,7 +8,7 @@
 # exit status under $OUT/raw/, writes $OUT/observations.json in the acceptance playbook's contract
 # and prints what gpucluster.accept's parsers read from each output (bench/device_accept_report.py,
 # standard library only: the device has no project venv). Commit the raw outputs as parser samples
-# with their provenance (tests/unit/samples/accept/PROVENANCE.md).
+# with their provenance (tests/accept/samples/PROVENANCE.md).
 #
 # Environment: OUT (default build/device-accept), DCGM_LEVEL (default 2), NCCL_TESTS (directory
 # holding a built all_reduce_perf; the probe is recorded as not installed without one).

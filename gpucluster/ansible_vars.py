@@ -7,8 +7,8 @@ from typing import Any
 
 from gpucluster import names
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.clusterfile.model.onprem import Host, OnPrem
-from gpucluster.clusterfile.nodes import node_groups, rack_hosts
+from gpucluster.clusterfile.model.onprem import HardwareProfile, OnPrem
+from gpucluster.clusterfile.nodes import Node, NodeGroup, node_groups
 
 # Fixed ids so files on shared storage and munge credentials agree on every node.
 SLURM_UID = 64030
@@ -47,24 +47,19 @@ def inventory(cluster: Cluster, source: str) -> Inventory:
             result.hosts[service.name]["net_infiniband_subnet_manager"] = True
             result.add(service.name, names.SUBNET_MANAGER_GROUP)
     for group in node_groups(cluster):
-        if group.site != "onprem":
-            continue
-        for name, address in zip(group.hosts, group.addresses, strict=True):
-            result.hosts[name] = {
-                **common,
-                **_node_vars(group.gpu_count),
-                **gpu_stack_vars(cluster, group.profile, name),
-                "ansible_host": str(address),
-            }
+        if group.hardware_profile is None:
+            continue  # AWS capacity groups: cloud nodes are configured by their image and user data
+        for node in group.nodes:
+            result.hosts[node.name] = {**common, **node_vars(cluster, group, node)}
             result.add(
-                name,
+                node.name,
                 names.ONPREM_SITE_GROUP,
                 names.rack_group(group.name),
                 names.profile_group(group.profile),
                 names.SLURM_COMPUTE_GROUP,
             )
-            if name == cluster.onprem.subnet_manager:
-                result.add(name, names.SUBNET_MANAGER_GROUP)
+            if node.name == cluster.onprem.subnet_manager:
+                result.add(node.name, names.SUBNET_MANAGER_GROUP)
     if controller in result.hosts:
         result.add(controller, names.SLURM_CONTROLLER_GROUP)
     if cluster.slurm.accounting.enabled and accounting_host in result.hosts:
@@ -78,6 +73,7 @@ def _common_vars(cluster: Cluster, source: str) -> dict[str, Any]:
         "gpucluster_cluster_name": cluster.name,
         "slurm_common_cluster_name": cluster.name,
         "slurm_common_controller_host": cluster.slurm.controller,
+        "slurm_common_slurm_version": cluster.versions.slurm,
         "slurm_common_slurm_uid": SLURM_UID,
         "slurm_common_munge_uid": MUNGE_UID,
         "slurm_controller_accounting_enabled": cluster.slurm.accounting.enabled,
@@ -86,16 +82,26 @@ def _common_vars(cluster: Cluster, source: str) -> dict[str, Any]:
     }
 
 
-def _node_vars(gpu_count: int) -> dict[str, Any]:
+def node_vars(cluster: Cluster, group: NodeGroup, node: Node) -> dict[str, Any]:
+    """Every variable of one rack node: address, Slurm GPU devices, acceptance settings, GPU stack."""
+    assert group.hardware_profile is not None
+    acceptance = group.hardware_profile.acceptance
     return {
-        "slurm_node_gpu_devices": [f"/dev/nvidia{n}" for n in range(gpu_count)],
+        "ansible_host": str(node.address),
+        "slurm_node_gpu_devices": list(group.gpu_devices),
+        # ansible/playbooks/accept.yml probes with these and has no defaults of its own, so a node is
+        # probed at the level it is judged at (gpucluster.accept reads the same profile).
+        "gpucluster_accept_dcgm_level": acceptance.dcgm_level,
+        "gpucluster_accept_nccl_test_size": acceptance.nccl_test_size,
+        "gpucluster_accept_gpu_count": group.gpu_count,
+        **gpu_stack_vars(cluster, group, node),
     }
 
 
-def gpu_stack_vars(cluster: Cluster, profile_name: str, host: str) -> dict[str, Any]:
+def gpu_stack_vars(cluster: Cluster, group: NodeGroup, node: Node) -> dict[str, Any]:
     """GPU and fabric role variables of one rack node, from its hardware profile and the pinned versions."""
-    assert cluster.onprem is not None
-    profile = cluster.onprem.profiles[profile_name]
+    assert cluster.onprem is not None and group.hardware_profile is not None
+    profile = group.hardware_profile
     versions = cluster.versions
     mode = profile.install_mode
     mirror = cluster.onprem.package_mirror or ""
@@ -114,25 +120,19 @@ def gpu_stack_vars(cluster: Cluster, profile_name: str, host: str) -> dict[str, 
         "gpu_nccl_cuda_version": versions.cuda,
         "gpu_nccl_tests_version": versions.nccl_tests,
         "gpu_nccl_install_mode": mode,
-        **_infiniband_vars(cluster.onprem, profile_name, host),
+        **_infiniband_vars(cluster.onprem, profile, node),
     }
 
 
-def _infiniband_vars(onprem: OnPrem, profile_name: str, host: str) -> dict[str, Any]:
-    hcas = onprem.profiles[profile_name].hcas
-    address = _ipoib_address(onprem, host) if hcas.ipoib and hcas.count else None
+def _infiniband_vars(onprem: OnPrem, profile: HardwareProfile, node: Node) -> dict[str, Any]:
+    hcas = profile.hcas
+    address = node.ipoib_address if hcas.ipoib and hcas.count else None
     cidr = onprem.ipoib_cidr
     return {
         "net_infiniband_hca_count": hcas.count,
         "net_infiniband_stack": hcas.stack,
-        "net_infiniband_install_mode": onprem.profiles[profile_name].install_mode,
+        "net_infiniband_install_mode": profile.install_mode,
         "net_infiniband_ipoib_address": f"{address}/{cidr.prefixlen}" if address and cidr else "",
-        "net_infiniband_subnet_manager": host == onprem.subnet_manager,
+        "net_infiniband_subnet_manager": node.name == onprem.subnet_manager,
         "net_infiniband_package_mirror": onprem.package_mirror or "",
     }
-
-
-def _ipoib_address(onprem: OnPrem, host: str) -> str | None:
-    hosts: dict[str, Host] = {h.name: h for rack in onprem.racks for h in rack_hosts(rack)}
-    found = hosts.get(host)
-    return str(found.ipoib_address) if found and found.ipoib_address else None

@@ -1,4 +1,8 @@
-"""The `gpucluster` command: validate, render, show, schema and cost over one cluster file."""
+"""The `gpucluster` command: a cluster file from validation and rendering to cost, review and acceptance.
+
+Exit status: 0 done; 2 input that cannot be used (the message names the file and what to change);
+3 `review --fail-on` found such a change.
+"""
 
 from __future__ import annotations
 
@@ -7,49 +11,42 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from gpucluster.clusterfile import DEFAULT_CLUSTER_FILE, Cluster, ClusterFileError, Loaded, load
+from gpucluster import exit_codes
+from gpucluster.accept.command import add_verbs as add_accept_verbs
+from gpucluster.cluster_input import load_cluster_file
+from gpucluster.clusterfile import DEFAULT_CLUSTER_FILE, Cluster, ClusterFileError
 from gpucluster.cost.commands import add_verbs as add_cost_verbs
 from gpucluster.render import RenderError
 from gpucluster.render.output import write_tree
 from gpucluster.review.command import add_verbs as add_review_verbs
 from gpucluster.show import summary
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
-
-
-def _load(path: str) -> Loaded:
-    loaded = load(path)
-    for warning in loaded.warnings:
-        print(warning, file=sys.stderr)
-    return loaded
-
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Check a cluster file; warnings go to stderr and still exit 0."""
-    loaded = _load(args.file)
+    loaded = load_cluster_file(args.file)
     print(f"{args.file}: ok ({len(loaded.warnings)} warning(s))")
-    return EXIT_OK
+    return exit_codes.OK
 
 
 def cmd_render(args: argparse.Namespace) -> int:
     """Render every node file of the cluster into a directory, atomically."""
-    loaded = _load(args.file)
+    loaded = load_cluster_file(args.file)
     written = write_tree(loaded.cluster, args.out, source=args.file)
     print(f"rendered {written} files into {args.out}")
-    return EXIT_OK
+    return exit_codes.OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print a human summary: sites, nodes, GPUs, capacity."""
-    print(summary(_load(args.file)))
-    return EXIT_OK
+    print(summary(load_cluster_file(args.file)))
+    return exit_codes.OK
 
 
 def cmd_schema(_: argparse.Namespace) -> int:
     """Print the JSON Schema (Draft 2020-12) of the cluster file."""
     print(json.dumps(cluster_schema(), indent=2, sort_keys=True))
-    return EXIT_OK
+    return exit_codes.OK
 
 
 def cluster_schema() -> dict[str, object]:
@@ -64,7 +61,9 @@ def cluster_schema() -> dict[str, object]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-command per verb."""
-    parser = argparse.ArgumentParser(prog="gpucluster", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="gpucluster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     verbs = parser.add_subparsers(dest="verb", required=True)
     commands: list[tuple[str, Callable[[argparse.Namespace], int], bool]] = [
         ("validate", cmd_validate, True),
@@ -86,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(func=func)
     add_cost_verbs(verbs, DEFAULT_CLUSTER_FILE)
     add_review_verbs(verbs)
+    add_accept_verbs(verbs)
     return parser
 
 
@@ -96,10 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = args.func(args)
     except ClusterFileError as exc:
         print(exc, file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_INPUT
     except RenderError as exc:
         print(f"{getattr(args, 'file', '')}: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_INPUT
     return result
 
 

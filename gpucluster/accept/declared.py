@@ -34,13 +34,13 @@ class Declared:
 def declared_for(cluster: Cluster, host: str) -> Declared:
     """Resolve `host`'s profile; raise AcceptInputError for hosts that are not in a rack."""
     group = group_of_host(cluster, host)
-    if group is None or group.site != "onprem" or cluster.onprem is None:
+    profile = group.hardware_profile if group else None
+    if group is None or profile is None:
         racks = [r.name for r in cluster.onprem.racks] if cluster.onprem else []
         raise AcceptInputError(
             f"host {host!r} is not a node of any rack in cluster {cluster.name!r}; "
             f"acceptance covers rack nodes (racks: {', '.join(racks) or 'none'})"
         )
-    profile = cluster.onprem.profiles[group.profile]
     acceptance = profile.acceptance
     fabric = group.fabric
     return Declared(

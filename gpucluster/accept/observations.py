@@ -2,7 +2,10 @@
 
 The playbook writes one JSON object per node::
 
-    {"commands": {NAME: {"rc": int, "stdout": str, "stderr": str} | null, ...}}
+    {"commands": {NAME: {"cmd": str, "rc": int, "stdout": str, "stderr": str} | null, ...}}
+
+``cmd`` is the exact command line the node ran, kept for the operator reading the file (and for the
+test that proves the profile's acceptance settings reach the probes); the checks ignore it.
 
 NAME                what the playbook ran
 ``nvidia_smi_xml``  ``nvidia-smi -q -x``

@@ -10,7 +10,7 @@ from gpucluster.clusterfile.catalog.hardware import FABRICS, GPU_MODELS, INSTANC
 from gpucluster.clusterfile.hostlist import expand
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.aws import CapacityGroup
-from gpucluster.clusterfile.model.onprem import Host, Rack
+from gpucluster.clusterfile.model.onprem import HardwareProfile, Host, Rack
 from gpucluster.names import cloud_node_names
 
 Site = Literal["onprem", "aws"]
@@ -19,13 +19,27 @@ OS_MEMORY_RESERVE_FRACTION = 0.03
 
 
 @dataclass(frozen=True)
+class Node:
+    """One GPU node of a node group: its Slurm name and, on racks, its declared addresses."""
+
+    name: str
+    address: IPv4Address | None  # management address; None on AWS, where the VPC assigns it
+    ipoib_address: IPv4Address | None = None  # IPoIB address, when the rack declares one
+
+
+@dataclass(frozen=True)
 class NodeGroup:
-    """GPU nodes with identical hardware: one rack or one capacity group."""
+    """GPU nodes with identical hardware: one rack or one capacity group.
+
+    Consumers (inventory, renderer, acceptance) read a group's hardware from here and never look
+    its profile up again by name. `hardware_profile` is the rack's HardwareProfile object; it is None
+    for AWS capacity groups, whose hardware is the instance type named in `profile` and which the
+    acceptance gate does not cover (there is no declared profile to hold acceptance settings).
+    """
 
     name: str
     site: Site
-    hosts: tuple[str, ...]
-    addresses: tuple[IPv4Address | None, ...]
+    nodes: tuple[Node, ...]
     gpu: GpuModel
     gpu_count: int
     sockets: int
@@ -37,6 +51,17 @@ class NodeGroup:
     hca_prefix: str
     nvswitch: bool
     profile: str  # hardware profile name, or the instance type for AWS groups
+    hardware_profile: HardwareProfile | None  # the rack's profile; None for AWS capacity groups
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """Node names in declaration order (Slurm node names)."""
+        return tuple(node.name for node in self.nodes)
+
+    @property
+    def gpu_devices(self) -> tuple[str, ...]:
+        """GPU device files of every node: /dev/nvidia0 … /dev/nvidiaN-1."""
+        return tuple(f"/dev/nvidia{n}" for n in range(self.gpu_count))
 
     @property
     def cpus(self) -> int:
@@ -77,12 +102,10 @@ def node_groups(cluster: Cluster) -> list[NodeGroup]:
 def _rack_group(cluster: Cluster, rack: Rack) -> NodeGroup:
     assert cluster.onprem is not None
     profile = cluster.onprem.profiles[rack.profile]
-    hosts = rack_hosts(rack)
     return NodeGroup(
         name=rack.name,
         site="onprem",
-        hosts=tuple(h.name for h in hosts),
-        addresses=tuple(h.address for h in hosts),
+        nodes=tuple(Node(h.name, h.address, h.ipoib_address) for h in rack_hosts(rack)),
         gpu=GPU_MODELS[profile.gpus.model],
         gpu_count=profile.gpus.count,
         sockets=profile.cpus.sockets,
@@ -94,17 +117,16 @@ def _rack_group(cluster: Cluster, rack: Rack) -> NodeGroup:
         hca_prefix=profile.hcas.device_prefix,
         nvswitch=profile.nvswitch,
         profile=rack.profile,
+        hardware_profile=profile,
     )
 
 
 def _cloud_group(group: CapacityGroup) -> NodeGroup:
     itype = INSTANCE_TYPES[group.instance_type]
-    names = cloud_node_names(group.name, group.max_count)
     return NodeGroup(
         name=group.name,
         site="aws",
-        hosts=tuple(names),
-        addresses=tuple(None for _ in names),
+        nodes=tuple(Node(name, None) for name in cloud_node_names(group.name, group.max_count)),
         gpu=GPU_MODELS[itype.gpu],
         gpu_count=itype.gpu_count,
         sockets=itype.sockets,
@@ -116,6 +138,7 @@ def _cloud_group(group: CapacityGroup) -> NodeGroup:
         hca_prefix="rdmap",
         nvswitch=itype.gpu_count == 8,
         profile=group.instance_type,
+        hardware_profile=None,
     )
 
 

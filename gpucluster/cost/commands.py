@@ -8,7 +8,9 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from gpucluster.clusterfile import Cluster, load, node_groups
+from gpucluster import exit_codes
+from gpucluster.cluster_input import load_cluster_file
+from gpucluster.clusterfile import Cluster, node_groups
 from gpucluster.cost.analysis import build_report
 from gpucluster.cost.checkpoint import CheckpointPlan, plan, write_time_s
 from gpucluster.cost.inputs import DEFAULT_RESTART_S, CostInputError, spot_plan
@@ -21,9 +23,6 @@ from gpucluster.cost.utilization import (
     utilization_by_partition,
     window_of,
 )
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
 
 
 def fraction(text: str) -> float:
@@ -59,13 +58,6 @@ def local_time(text: str) -> datetime:
     return value
 
 
-def _cluster(path: str) -> Cluster:
-    loaded = load(path)
-    for warning in loaded.warnings:
-        print(warning, file=sys.stderr)
-    return loaded.cluster
-
-
 def _read(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
@@ -98,14 +90,14 @@ def _cluster_gpus(cluster: Cluster) -> int:
 def cmd_cost(args: argparse.Namespace) -> int:
     """Effective $/GPU-hour on-prem vs each AWS market, break-even, monthly total, recommendation."""
     try:
-        cluster = _cluster(args.file)
+        cluster = load_cluster_file(args.file).cluster
         utilization, origin = args.utilization, "--utilization" if args.utilization else None
         if args.utilization_from:
             utilization, origin = _sacct_utilization(cluster, args.utilization_from)
         report = build_report(cluster, args.file, utilization, origin, "daly" if args.daly else None)
     except (CostInputError, SacctError) as exc:
         print(exc, file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_INPUT
     text = {"json": as_json, "markdown": as_markdown}.get(args.format, as_table)(report)
     print(text)
     if args.plot:
@@ -115,12 +107,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
             written = write_plot(report, args.plot)
         except ImportError:
             print("--plot needs matplotlib: pip install -r requirements.txt", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return exit_codes.BAD_INPUT
         except OSError as exc:
             print(f"--plot {args.plot}: cannot write: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return exit_codes.BAD_INPUT
         print(f"plot written to {written}", file=sys.stderr)
-    return EXIT_OK
+    return exit_codes.OK
 
 
 def _explicit_plan(args: argparse.Namespace) -> CheckpointPlan | None:
@@ -136,7 +128,7 @@ def _explicit_plan(args: argparse.Namespace) -> CheckpointPlan | None:
 
 
 def _derived_plan(args: argparse.Namespace) -> CheckpointPlan:
-    cluster = _cluster(args.file)
+    cluster = load_cluster_file(args.file).cluster
     groups = cluster.aws.capacity if cluster.aws else []
     chosen = (
         [g for g in groups if g.name == args.group]
@@ -158,18 +150,18 @@ def cmd_checkpoint_interval(args: argparse.Namespace) -> int:
         result = _explicit_plan(args) or _derived_plan(args)
     except CostInputError as exc:
         print(exc, file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_INPUT
     if args.format == "json":
         print(json.dumps({k: (v if v != float("inf") else None) for k, v in vars(result).items()}, indent=2))
     else:
         print(spot_line(result))
-    return EXIT_OK
+    return exit_codes.OK
 
 
 def cmd_utilization(args: argparse.Namespace) -> int:
     """Allocated / available GPU-hours per partition from `sacct --parsable2` output."""
     try:
-        cluster = _cluster(args.file)
+        cluster = load_cluster_file(args.file).cluster
         jobs = parse_sacct(_read(args.sacct), args.sacct)
         if not jobs and (args.start is None or args.end is None):
             raise SacctError(f"{args.sacct}: no GPU allocations; is AccountingStorageTRES=gres/gpu set?")
@@ -179,7 +171,7 @@ def cmd_utilization(args: argparse.Namespace) -> int:
             raise SacctError(f"--start {start} must come before --end {end}")
     except SacctError as exc:
         print(exc, file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_INPUT
     rows = utilization_by_partition(jobs, partition_gpus(cluster), start, end)
     hours = (end - start).total_seconds() / 3600
     overall = overall_utilization(rows, _cluster_gpus(cluster), hours)
@@ -187,7 +179,7 @@ def cmd_utilization(args: argparse.Namespace) -> int:
         out = [{"partition": r.partition, **vars(r), "utilization": r.utilization} for r in rows]
         window = {"start": start.isoformat(), "end": end.isoformat(), "hours": hours}
         print(json.dumps({"window": window, "partitions": out, "overall": overall}, indent=2))
-        return EXIT_OK
+        return exit_codes.OK
     print(f"window {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} ({hours:.1f} h), {len(jobs)} GPU job(s)")
     for r in rows:
         print(
@@ -195,7 +187,7 @@ def cmd_utilization(args: argparse.Namespace) -> int:
             f"  {r.utilization:6.1%}"
         )
     print(f"  {'cluster':<12} {overall:>31.1%} of all declared GPUs")
-    return EXIT_OK
+    return exit_codes.OK
 
 
 def add_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser], default_file: str) -> None:

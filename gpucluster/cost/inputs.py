@@ -13,7 +13,7 @@ from gpucluster.clusterfile.catalog.prices import (
 )
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.aws import CapacityGroup
-from gpucluster.clusterfile.nodes import rack_hosts
+from gpucluster.clusterfile.nodes import node_groups
 from gpucluster.cost.checkpoint import (
     CheckpointPlan,
     Method,
@@ -80,11 +80,10 @@ def onprem_site(cluster: Cluster, source: str) -> tuple[OnPremMonthly | None, li
             "add the purchase price of servers, network, storage and installation in USD",
         )
     gpus, it_kw = 0, 0.0
-    for rack in cluster.onprem.racks:
-        profile = cluster.onprem.profiles[rack.profile]
-        nodes = len(rack_hosts(rack))
-        gpus += nodes * profile.gpus.count
-        it_kw += nodes * profile.power_kw
+    for group in node_groups(cluster):
+        if group.hardware_profile is not None:  # racks only: cloud capacity is priced per hour
+            gpus += len(group.nodes) * group.gpu_count
+            it_kw += len(group.nodes) * group.hardware_profile.power_kw
     if gpus == 0:
         return None, []
     monthly = onprem_monthly(

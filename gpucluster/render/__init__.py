@@ -14,27 +14,17 @@ from gpucluster.clusterfile.nodes import NodeGroup, group_of_host, node_groups
 from gpucluster.names import munge_key_parameter
 from gpucluster.render.context import onprem_hosts, slurm_context
 from gpucluster.render.fabric import fabric_context
+from gpucluster.render.node_files import BY_PATH, NODE_FILES, files_of
 
 Target = Literal["aws", "onprem"]
 # A link to the repository's templates/ (the one place they are edited); a built wheel carries a copy.
 TEMPLATES_DIR: Final = Path(__file__).resolve().parent / "templates"
 
-# Files every node of the cluster receives, byte-identical on cloud and rack nodes.
-SHARED_FILES: Final = ("slurm/slurm.conf", "slurm/gres.conf", "slurm/cgroup.conf", "slurm/topology.conf")
-# Files only racks receive (cloud nodes learn addresses from the VPC's DNS and Slurm's cloud_reg_addrs).
-ONPREM_FILES: Final = ("net/hosts",)
-# Files that depend on the node group's fabric (EFA or InfiniBand).
-GROUP_FILES: Final = ("nccl/nccl.conf", "nccl/fabric.env")
-# Where each rendered file lands on a node.
-DESTINATIONS: Final = {
-    "slurm/slurm.conf": "/etc/slurm/slurm.conf",
-    "slurm/gres.conf": "/etc/slurm/gres.conf",
-    "slurm/cgroup.conf": "/etc/slurm/cgroup.conf",
-    "slurm/topology.conf": "/etc/slurm/topology.conf",
-    "nccl/nccl.conf": "/etc/nccl.conf",
-    "nccl/fabric.env": "/etc/gpucluster/fabric.env",
-    "net/hosts": "/etc/hosts (managed block)",
-}
+# What each file is, where it lands and what a change needs: render/node_files.py, the one table.
+SHARED_FILES: Final = tuple(f.path for f in files_of("shared"))
+ONPREM_FILES: Final = tuple(f.path for f in files_of("onprem"))
+GROUP_FILES: Final = tuple(f.path for f in files_of("group"))
+DESTINATIONS: Final = {f.path: f.label for f in NODE_FILES}
 
 
 class RenderError(ValueError):
@@ -116,7 +106,7 @@ def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[
     context = {"cluster": cluster, "group": group, "fabric": fabric_context(cluster, group)}
     out = {path: _render_one(path, source, context) for path in GROUP_FILES}
     if group.site == "aws":
-        files = {DESTINATIONS[p]: text for p, text in {**shared, **out}.items()}
+        files = [(BY_PATH[p], text) for p, text in {**shared, **out}.items()]
         cloud = {
             **context,
             "files": files,
@@ -128,5 +118,11 @@ def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[
 
 
 def _render_one(path: str, source: str, context: dict[str, object]) -> str:
-    template = _environment().get_template(f"{path}.j2")
+    try:
+        template = _environment().get_template(f"{path}.j2")
+    except jinja2.TemplateNotFound:
+        raise RenderError(
+            f"template {path}.j2 is missing from {TEMPLATES_DIR}: the installation is incomplete;"
+            " reinstall gpucluster (its wheel carries the templates)"
+        ) from None
     return template.render(**context, header=header(source, f"templates/{path}.j2"))

@@ -51,30 +51,23 @@ class SlurmContext:
     max_node_count: int
 
 
-def _host_address(cluster: Cluster, name: str) -> ControllerHost:
-    if cluster.onprem:
-        for host in cluster.onprem.service_hosts:
-            if host.name == name:
-                return ControllerHost(host.name, host.address)
-        for group in node_groups(cluster):
-            if name in group.hosts and group.site == "onprem":
-                address = group.addresses[group.hosts.index(name)]
-                assert address is not None
-                return ControllerHost(name, address)
-    if cluster.aws and cluster.aws.head_node and cluster.aws.head_node.name == name:
-        return ControllerHost(name, cluster.aws.head_node.address)
-    raise ValueError(f"host {name!r} has no address (the loader should have rejected this)")
-
-
 def onprem_hosts(cluster: Cluster) -> list[ControllerHost]:
-    """Every on-prem host with its management address, service hosts first."""
+    """Every on-prem host with its management address, service hosts first, then rack nodes."""
     hosts = (
         [ControllerHost(h.name, h.address) for h in cluster.onprem.service_hosts] if cluster.onprem else []
     )
     for group in node_groups(cluster):
-        if group.site == "onprem":
-            hosts += [ControllerHost(n, a) for n, a in zip(group.hosts, group.addresses, strict=True) if a]
+        hosts += [ControllerHost(n.name, n.address) for n in group.nodes if n.address is not None]
     return hosts
+
+
+def _host_address(cluster: Cluster, name: str) -> ControllerHost:
+    found = next((host for host in onprem_hosts(cluster) if host.name == name), None)
+    if found is not None:
+        return found
+    if cluster.aws and cluster.aws.head_node and cluster.aws.head_node.name == name:
+        return ControllerHost(name, cluster.aws.head_node.address)
+    raise ValueError(f"host {name!r} has no address (the loader should have rejected this)")
 
 
 def _node_line(group: NodeGroup) -> NodeLine:

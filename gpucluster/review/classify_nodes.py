@@ -4,68 +4,88 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpucluster.render.node_files import Action, Change, needs, slurm_conf_restart_reasons
 from gpucluster.review.findings import Finding
 from gpucluster.review.nodes import FileChange
 from gpucluster.review.snapshot import Snapshot
 
-# slurm.conf keys whose change needs slurmctld (and slurmd) restarted, not `scontrol reconfigure`:
-# https://slurm.schedmd.com/scontrol.html#OPT_reconfigure
-RESTART_KEYS = {
-    "AuthType", "ClusterName", "SlurmctldHost", "SlurmctldPort", "SlurmdPort", "SlurmUser", "SlurmdUser",
-    "StateSaveLocation", "SlurmdSpoolDir", "SelectType", "SelectTypeParameters", "GresTypes",
-    "ProctrackType", "TaskPlugin", "TopologyPlugin", "SwitchType", "AccountingStorageType",
-    "JobAcctGatherType", "TreeWidth", "CommunicationParameters", "MpiDefault",
-}  # fmt: skip
-SLURMD_FILES = {"slurm/gres.conf", "slurm/cgroup.conf"}
-RECONFIGURE_FILES = {"slurm/topology.conf"}
+
+def classify_files(
+    changes: list[FileChange],
+    *,
+    slurm_version: str,
+    controller: str,
+    slurmd_hosts: set[str],
+    new_hosts: frozenset[str] = frozenset(),
+) -> list[Finding]:
+    """What must happen on the hosts that receive each changed node file (the node-file table decides).
+
+    slurmd_hosts are the GPU nodes: only they run slurmd, so only they can need a slurmd restart.
+    new_hosts join with this change: they receive their first copy, which needs nothing more.
+    """
+    findings: list[Finding] = []
+    for change in changes:
+        if change.status != "changed":
+            findings += _membership(change)
+        else:
+            findings += _file(change, slurm_version, controller, slurmd_hosts, new_hosts)
+    return findings
 
 
-def classify_files(changes: list[FileChange]) -> list[Finding]:
-    """One finding per changed node file: what must happen on the hosts that receive it."""
-    return [_membership(change) if change.status != "changed" else _file(change) for change in changes]
-
-
-def _membership(change: FileChange) -> Finding:
+def _membership(change: FileChange) -> list[Finding]:
     """A file that a node group gets for the first time, or that leaves with its group."""
     where = f"`{change.destination}` on {len(change.hosts)} host(s)"
     groups = ", ".join(change.groups)
     if change.status == "added":
-        return Finding("in-place", f"{where}: new node group ({groups}) receives it", hosts=change.hosts)
-    return Finding("in-place", f"{where}: node group ({groups}) leaves the cluster", hosts=change.hosts)
+        return [Finding("in-place", f"{where}: new node group ({groups}) receives it", hosts=change.hosts)]
+    return [Finding("in-place", f"{where}: node group ({groups}) leaves the cluster", hosts=change.hosts)]
 
 
-def _file(change: FileChange) -> Finding:
-    n = len(change.hosts)
-    where = f"`{change.destination}` on {n} host(s)"
-    if change.path == "slurm/slurm.conf":
-        reasons = restart_reasons(change.diff)
-        if reasons:
-            why = "; ".join(reasons)
-            return Finding(
-                "slurmctld-restart", f"{where}: slurmctld restart needed ({why})", hosts=change.hosts
+def _file(
+    change: FileChange, slurm_version: str, controller: str, slurmd_hosts: set[str], new_hosts: frozenset[str]
+) -> list[Finding]:
+    where = f"`{change.destination}` on {len(change.hosts)} host(s)"
+    by_action: dict[Action, list[str]] = {}
+    for host in change.hosts:
+        old = None if host in new_hosts else change.old
+        for action in needs(change.path, Change(old, change.new, host, slurm_version)):
+            by_action.setdefault(action, []).append(host)
+    findings: list[Finding] = []
+    if Action.SLURMCTLD_RESTART in by_action:
+        why = "; ".join(slurm_conf_restart_reasons(Change(change.old, change.new, controller, slurm_version)))
+        findings.append(
+            Finding(
+                "slurmctld-restart", f"{where}: slurmctld restart on {controller} ({why})", hosts=[controller]
             )
-        return Finding("reconfigure", f"{where}: `scontrol reconfigure` only, no restart", hosts=change.hosts)
-    if change.path in SLURMD_FILES:
-        return Finding(
-            "slurmd-restart", f"{where}: slurmd restart on {n} nodes; drain them first", hosts=change.hosts
         )
-    if change.path in RECONFIGURE_FILES:
-        return Finding("reconfigure", f"{where}: `scontrol reconfigure` only, no restart", hosts=change.hosts)
-    return Finding(
-        "in-place", f"{where}: updated in place; new jobs or new instances pick it up", hosts=change.hosts
-    )
-
-
-def restart_reasons(diff: str) -> list[str]:
-    """Why a slurm.conf diff needs a controller restart: nodes added/removed or restart-only keys."""
-    changed = [line[1:] for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-    reasons: list[str] = []
-    if any(line.startswith("NodeName=") for line in changed):
-        reasons.append("nodes added or removed")
-    keys = sorted({line.split("=", 1)[0] for line in changed if "=" in line} & RESTART_KEYS)
-    if keys:
-        reasons.append("changed " + ", ".join(keys))
-    return reasons
+    if Action.RECONFIGURE in by_action and Action.SLURMCTLD_RESTART not in by_action:
+        findings.append(
+            Finding("reconfigure", f"{where}: `scontrol reconfigure` only, no restart", hosts=change.hosts)
+        )
+    elif Action.RECONFIGURE in by_action:
+        findings.append(
+            Finding(
+                "reconfigure", f"{where}: then `scontrol reconfigure`; no slurmd restarts", hosts=change.hosts
+            )
+        )
+    drained = [h for h in by_action.get(Action.SLURMD_DRAIN_RESTART, []) if h in slurmd_hosts]
+    if drained:
+        findings.append(
+            Finding(
+                "slurmd-restart",
+                f"{where}: slurmd restart on {len(drained)} node(s) whose own lines changed; drained first",
+                hosts=drained,
+            )
+        )
+    if not findings:
+        findings.append(
+            Finding(
+                "in-place",
+                f"{where}: updated in place; new jobs or new instances pick it up",
+                hosts=change.hosts,
+            )
+        )
+    return findings
 
 
 def classify_model(base: Snapshot, head: Snapshot) -> list[Finding]:

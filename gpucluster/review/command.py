@@ -6,14 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpucluster import exit_codes
 from gpucluster.review.engine import Review, review
 from gpucluster.review.errors import ReviewError
 from gpucluster.review.findings import FAIL_ON
 from gpucluster.review.report import as_json, as_markdown
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
-EXIT_FAIL_ON = 3
 
 
 def add_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,7 +36,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         result = review(Path.cwd(), args.base, args.head, cluster=args.cluster)
     except ReviewError as exc:
         print(f"gpucluster review: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_INPUT
     text = as_json(result) if args.format == "json" else as_markdown(result)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
@@ -54,5 +51,5 @@ def exit_status(result: Review, fail_on: list[str]) -> int:
     hit = [name for name in fail_on if present & set(FAIL_ON[name])]
     if hit:
         print(f"gpucluster review: --fail-on {' '.join(hit)}: such changes are present", file=sys.stderr)
-        return EXIT_FAIL_ON
-    return EXIT_OK
+        return exit_codes.FAIL_ON
+    return exit_codes.OK

@@ -20,6 +20,8 @@ class FileChange:
     hosts: list[str]
     diff: str
     status: str = "changed"  # changed | added (new hosts get it) | removed (hosts leave)
+    old: str | None = None  # the base's text (None: absent)
+    new: str | None = None  # the head's text (None: absent)
 
 
 def service_hosts(model: dict[str, object]) -> list[str]:
@@ -57,7 +59,9 @@ def diff_files(base: Snapshot, head: Snapshot, destinations: dict[str, str]) -> 
         entry = by_text.get((path, text))
         if entry is None:
             dest = destinations.get(path, path)
-            by_text[(path, text)] = FileChange(path, dest, [label], list(hosts), text, status)
+            by_text[(path, text)] = FileChange(
+                path, dest, [label], list(hosts), text, status, base.files.get(key), head.files.get(key)
+            )
         else:
             entry.groups.append(label)
             entry.hosts.extend(h for h in hosts if h not in entry.hosts)

@@ -41,7 +41,7 @@ def test_inventory_host_variables_come_from_the_cluster_file() -> None:
 
 
 def test_inventory_rejects_a_bad_cluster_file_with_its_path() -> None:
-    bad = ROOT / "tests" / "unit" / "malformed" / "controller-undeclared.yaml"
+    bad = ROOT / "tests" / "clusterfile" / "malformed" / "controller-undeclared.yaml"
     result = _ansible("ansible-inventory", "-i", str(bad), "--list")
     assert result.returncode != 0
     assert "controller-undeclared.yaml" in result.stderr and "slurm.controller" in result.stderr

@@ -1,4 +1,4 @@
-"""GPU and fabric role variables the inventory gives each node from its profile and the pinned versions."""
+"""Role and acceptance variables the inventory gives each node from its profile and the pinned versions."""
 
 from __future__ import annotations
 
@@ -116,3 +116,17 @@ def test_every_gpu_variable_is_documented_in_its_role() -> None:
         options = spec["argument_specs"]["main"]["options"]
         given = {key for key in host if key.startswith(role + "_")}
         assert given and given <= set(options), f"{role}: undocumented {given - set(options)}"
+
+
+def test_a_node_gets_the_acceptance_settings_of_its_profile() -> None:
+    cluster = _cluster(profiles={"dgx-h100": {"acceptance": {"dcgm_level": 3, "nccl_test_size": "4G"}}})
+    host = _host(cluster, "gpu-b02")
+    assert host["gpucluster_accept_dcgm_level"] == 3
+    assert host["gpucluster_accept_nccl_test_size"] == "4G"
+    assert host["gpucluster_accept_gpu_count"] == len(host["slurm_node_gpu_devices"]) == 8
+
+
+def test_acceptance_settings_default_to_the_profile_defaults(example: Cluster) -> None:
+    host = _host(example, "gpu-a01")
+    assert (host["gpucluster_accept_dcgm_level"], host["gpucluster_accept_nccl_test_size"]) == (2, "1G")
+    assert host["slurm_node_gpu_devices"] == [f"/dev/nvidia{n}" for n in range(8)]

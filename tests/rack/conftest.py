@@ -71,9 +71,9 @@ def converge(
 
 @pytest.fixture(scope="module")
 def rack() -> Iterator[Rack]:
-    """A 4-node rack (controller + 3 compute nodes with 8 declared GPUs each), torn down after."""
+    """A 4-node rack (controller + 3 compute nodes with 8 declared GPUs each) and a spare node, n4."""
     require_rack_prerequisites()
-    booted = Rack(name="t", size=4)
+    booted = Rack(name="t", size=5, declared=4)
     try:
         booted.up()
         yield booted

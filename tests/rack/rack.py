@@ -51,6 +51,8 @@ class Rack:
     name: str = "t"
     size: int = 4
     gpus_per_node: int = 8
+    # Nodes the cluster file declares (default: all); the others boot as spare nodes a test can add.
+    declared: int | None = None
     pids: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -210,7 +212,7 @@ class Rack:
         self.ssh_config.write_text("".join(entries))
         cluster = rack_cluster_file(
             self.name,
-            [(self.node(i).name, self.node(i).address) for i in range(self.size)],
+            [(self.node(i).name, self.node(i).address) for i in range(self.declared or self.size)],
             self.gpus_per_node,
         )
         self.cluster_file.write_text(yaml.safe_dump(cluster, sort_keys=False))

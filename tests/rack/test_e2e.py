@@ -12,6 +12,7 @@ import time
 import yaml
 
 from tests.rack.conftest import ROOT, converge
+from tests.rack.handlers import handlers_run, predicted
 from tests.rack.rack import Rack
 
 
@@ -137,6 +138,41 @@ def test_partition_change_keeps_running_jobs(rack: Rack) -> None:
     rack.ssh("ctl", f"scancel {job}")
 
 
+def test_a_node_added_to_a_busy_cluster_converges_in_one_run_and_takes_a_job(rack: Rack) -> None:
+    """Slurm 22.05 needs slurmctld restarted for a new node; nothing on the other nodes restarts."""
+    job = rack.ssh("ctl", "sbatch --parsable -N1 -w n1 --wrap 'sleep 600'").strip()
+    deadline = time.monotonic() + 30
+    while _squeue_state(rack, job) != "RUNNING" and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _squeue_state(rack, job) == "RUNNING"
+    base = rack.cluster_file.read_text()
+    cluster = yaml.safe_load(base)
+    spare = rack.node(4)
+    cluster["onprem"]["racks"][0]["nodes"].append({"name": spare.name, "address": spare.address})
+    head = yaml.safe_dump(cluster, sort_keys=False)
+    review = {f.kind: set(f.hosts) for f in predicted(rack.cluster_file, base, head)}
+    rack.cluster_file.write_text(head)
+    run = converge(rack)
+    assert run.rc == 0, run.output[-3000:]
+    done = handlers_run(run.output)
+    # The review's prediction, and the converge doing exactly that: one slurmctld restart on the
+    # controller, `scontrol reconfigure`, and no slurmd restart (drained or not) on any node.
+    assert review["slurmctld-restart"] == {"ctl"} and "slurmd-restart" not in review, review
+    assert done.get("Restart slurmctld") == {"ctl"}, done
+    assert "reconfigure" in review and "Tell slurmctld and every slurmd to re-read the configuration" in done
+    assert "Restart slurmd" not in done and "Drain the node before restarting slurmd" not in done, done
+    assert _squeue_state(rack, job) == "RUNNING"
+    assert rack.ssh("ctl", "sinfo -h -n n1 -o %T").strip() in {"mixed", "allocated"}
+    deadline = time.monotonic() + 60
+    while rack.ssh("ctl", "sinfo -h -n n4 -o %T").strip() != "idle" and time.monotonic() < deadline:
+        time.sleep(1)
+    assert rack.ssh("ctl", "srun -w n4 hostname").strip() == "n4"
+    assert sorted(rack.ssh("ctl", "srun -N3 -w n2,n3,n4 hostname").split()) == ["n2", "n3", "n4"]
+    again = converge(rack)
+    assert again.rc == 0 and all(c["changed"] == 0 for c in again.recap().values()), again.output[-3000:]
+    rack.ssh("ctl", f"scancel {job}")
+
+
 def test_acceptance_fails_every_hardware_check_and_drains_the_node(rack: Rack) -> None:
     run = converge(rack, playbook="ansible/playbooks/accept.yml")
     assert run.rc == 0, run.output[-3000:]
@@ -161,6 +197,6 @@ def test_acceptance_fails_every_hardware_check_and_drains_the_node(rack: Rack) -
     assert "expected 8 × NVIDIA H100 80GB HBM3, found 0 GPUs" in checks["gpu_count"]["message"]
     reasons = rack.ssh("ctl", "sinfo -R -h -o '%n|%E'")
     drained = dict(line.split("|", 1) for line in reasons.splitlines())
-    assert set(drained) == {"n1", "n2", "n3"}
+    assert set(drained) == {"n1", "n2", "n3", "n4"}
     assert all("found 0 GPUs" in reason for reason in drained.values())
     assert "| n1 |" in (reports / "summary.md").read_text()

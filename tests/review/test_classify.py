@@ -9,7 +9,7 @@ from typing import Any
 from gpucluster.cli import main
 from gpucluster.review.cfn import diff_stacks
 from gpucluster.review.classify_cloud import classify_stacks
-from gpucluster.review.classify_nodes import classify_files, restart_reasons
+from gpucluster.review.classify_nodes import classify_files
 from gpucluster.review.nodes import FileChange
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,22 +106,59 @@ def test_untouched_stacks_are_left_out() -> None:
     assert diff_stacks({"s": same}, {"s": copy.deepcopy(same)}, node_modules=NODE_MODULES) == []
 
 
-def change(path: str, diff: str, hosts: int = 3) -> FileChange:
-    """A node-file change received by `hosts` hosts."""
-    return FileChange(path, f"/etc/{path}", ["g"], [f"n{i}" for i in range(hosts)], diff)
+SLURM_CONF = "ClusterName=c\nNodeName=n[1-3] CPUs=4\nPartitionName=x Nodes=n[1-3] MaxTime=1\n"
+GRES_CONF = "AutoDetect=off\nNodeName=n[1-3] Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"
 
 
-def test_slurm_conf_partition_vs_node_changes() -> None:
-    partition = "--- a\n+++ b\n-PartitionName=x MaxTime=1\n+PartitionName=x MaxTime=2\n"
-    nodes = "--- a\n+++ b\n+NodeName=n[5-8] CPUs=4\n"
-    assert restart_reasons(partition) == []
-    assert restart_reasons(nodes) == ["nodes added or removed"]
-    assert restart_reasons("-SelectType=a\n+SelectType=b\n") == ["changed SelectType"]
-    kinds = [
-        f.kind
-        for f in classify_files([change("slurm/slurm.conf", partition), change("slurm/gres.conf", nodes)])
-    ]
-    assert kinds == ["reconfigure", "slurmd-restart"]
+def change(path: str, old: str, new: str, hosts: int = 3) -> FileChange:
+    """A node-file change received by the controller and `hosts` compute nodes."""
+    receivers = ["ctl", *(f"n{i}" for i in range(1, hosts + 1))]
+    return FileChange(path, f"/etc/{path}", ["g"], receivers, "(diff)", "changed", old, new)
+
+
+def classified(*changes: FileChange, version: str = "22.05.8") -> dict[str, list[str]]:
+    """{kind: hosts} of the findings."""
+    findings = classify_files(
+        list(changes), slurm_version=version, controller="ctl", slurmd_hosts={"n1", "n2", "n3", "n4"}
+    )
+    return {f.kind: f.hosts for f in findings}
+
+
+def test_partition_change_is_reconfigure_only() -> None:
+    new = SLURM_CONF.replace("MaxTime=1", "MaxTime=2")
+    assert classified(change("slurm/slurm.conf", SLURM_CONF, new)) == {
+        "reconfigure": ["ctl", "n1", "n2", "n3"]
+    }
+
+
+def test_node_added_restarts_slurmctld_before_23_11_and_only_reconfigures_from_23_11() -> None:
+    added = change("slurm/slurm.conf", SLURM_CONF, SLURM_CONF.replace("n[1-3]", "n[1-4]"))
+    old = classified(added, version="22.05.8")
+    assert old["slurmctld-restart"] == ["ctl"] and "slurmd-restart" not in old
+    assert classified(added, version="23.11.10") == {"reconfigure": ["ctl", "n1", "n2", "n3"]}
+
+
+def test_restart_key_restarts_slurmctld_on_any_version() -> None:
+    new = SLURM_CONF.replace("ClusterName=c", "ClusterName=d")
+    assert classified(change("slurm/slurm.conf", SLURM_CONF, new), version="24.05.8")[
+        "slurmctld-restart"
+    ] == ["ctl"]
+
+
+def test_gres_conf_restarts_only_nodes_whose_own_lines_changed() -> None:
+    grown = change("slurm/gres.conf", GRES_CONF, GRES_CONF.replace("n[1-3]", "n[1-4]"), hosts=4)
+    findings = classify_files(
+        [grown], slurm_version="22.05.8", controller="ctl", slurmd_hosts={"n1", "n2", "n3", "n4"},
+        new_hosts=frozenset({"n4"}),
+    )  # fmt: skip
+    assert [(f.kind, f.hosts) for f in findings] == [("in-place", ["ctl", "n1", "n2", "n3", "n4"])]
+    split = GRES_CONF.replace("n[1-3]", "n[1-2]") + "NodeName=n3 Name=gpu Type=h100 File=/dev/nvidia[0-3]\n"
+    assert classified(change("slurm/gres.conf", GRES_CONF, split)) == {"slurmd-restart": ["n3"]}
+
+
+def test_cgroup_conf_needs_a_drained_slurmd_restart() -> None:
+    kinds = classified(change("slurm/cgroup.conf", "ConstrainCores=yes\n", "ConstrainCores=no\n"))
+    assert kinds == {"slurmd-restart": ["n1", "n2", "n3"]}  # not the controller: it runs no slurmd
 
 
 def test_bad_revision_is_bad_input(capsys: Any) -> None:

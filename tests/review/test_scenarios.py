@@ -50,8 +50,9 @@ def test_adding_spot_capacity_shows_cost_and_new_resources(reviewed: Reviewed) -
         "instance replacement / capacity change" in r and "new capacity: min 0, max 4" in r for r in table(md)
     )
     assert "| add | WILL_CREATE |" in md
-    # four new Slurm nodes: the controller must restart, every node gets the new slurm.conf
-    assert any("slurmctld restart needed (nodes added or removed)" in r for r in table(md))
+    # four new Slurm nodes on Slurm 24.05: `scontrol reconfigure` restarts slurmctld in place (23.11+)
+    assert any("/etc/slurm/slurm.conf` on 21 host(s): `scontrol reconfigure` only" in r for r in table(md))
+    assert not any("slurmctld restart" in r for r in table(md))
     assert exit_status(result, ["replace"]) == 3
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from ansible.errors import AnsibleParserError
+from ansible_collections.gpucluster.cluster.plugins.plugin_utils.gpucluster_package import require_gpucluster
 
 from ansible.plugins.inventory import BaseInventoryPlugin
 
@@ -23,14 +23,6 @@ _MARKERS = (
     re.compile(r"^apiVersion:\s*['\"]?gpucluster/v1", re.M),
     re.compile(r"^kind:\s*['\"]?Cluster", re.M),
 )
-
-
-def _import_gpucluster() -> None:
-    try:
-        import gpucluster  # noqa: F401
-    except ImportError:
-        # Running from a checkout without the package installed: use the repository's copy.
-        sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 
 class InventoryModule(BaseInventoryPlugin):
@@ -51,7 +43,7 @@ class InventoryModule(BaseInventoryPlugin):
     def parse(self, inventory, loader, path, cache=True):  # type: ignore[no-untyped-def]
         """Load the cluster and add its hosts, groups and variables."""
         super().parse(inventory, loader, path, cache)
-        _import_gpucluster()
+        require_gpucluster(self.NAME, AnsibleParserError)
         from gpucluster.ansible_vars import inventory as cluster_inventory
         from gpucluster.clusterfile import ClusterFileError, load
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from ansible.errors import AnsibleLookupError
+from ansible_collections.gpucluster.cluster.plugins.plugin_utils.gpucluster_package import require_gpucluster
 
 from ansible.plugins.lookup import LookupBase
 
@@ -14,10 +14,15 @@ DOCUMENTATION = r"""
     short_description: Render a node file of a gpucluster cluster
     description:
       - Returns the text gpucluster.render produces for the on-prem target, for the given host.
+      - With C(role) instead of paths, returns the node files that role writes on the host, one record per
+        file of the renderer's node-file table (path, dest, owner, group, mode, block, content).
     options:
       _terms:
         description: Relative paths of rendered files, e.g. slurm/slurm.conf.
-        required: true
+        required: false
+      role:
+        description: A role name; returns that role's node-file records instead of texts.
+        required: false
       cluster_file:
         description: The cluster file (the inventory sets gpucluster_cluster_file).
         required: true
@@ -42,10 +47,7 @@ def _render(cluster_file: str, host: str) -> dict[str, str]:
 
 def _rendered(cluster_file: str, host: str) -> dict[str, str]:
     """The host's files, through the disk cache every forked worker shares."""
-    try:
-        import gpucluster  # noqa: F401
-    except ImportError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    require_gpucluster("gpucluster.cluster.render", AnsibleLookupError)
     from gpucluster.render.disk_cache import rendered
 
     return rendered(Path(cluster_file), host, lambda: _render(cluster_file, host))
@@ -55,10 +57,14 @@ class LookupModule(LookupBase):
     """`lookup('gpucluster.cluster.render', 'slurm/slurm.conf', cluster_file=…, host=…)`."""
 
     def run(self, terms, variables=None, **kwargs):  # type: ignore[no-untyped-def]
-        """Return one text per requested path."""
+        """Return one text per requested path, or the role's node-file records."""
         self.set_options(var_options=variables, direct=kwargs)
         cluster_file = self.get_option("cluster_file")
         files = _rendered(cluster_file, self.get_option("host"))
+        if self.get_option("role"):
+            from gpucluster.render.node_files import role_records
+
+            return role_records(self.get_option("role"), files)
         missing = [t for t in terms if t not in files]
         if missing:
             raise AnsibleLookupError(

@@ -13,7 +13,7 @@ from gpucluster.cost.analysis import build_report
 from tests.conftest import ROOT
 
 EXAMPLE = (ROOT / "clusters" / "example.yaml").read_text()
-SACCT = ROOT / "tests" / "unit" / "samples" / "sacct" / "example-day.txt"
+SACCT = ROOT / "tests" / "cost" / "sacct" / "example-day.txt"
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

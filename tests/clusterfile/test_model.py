@@ -43,7 +43,7 @@ def test_cluster_is_frozen(example: Cluster) -> None:
 def test_node_groups_expand_ranges_and_cloud_names(example: Cluster) -> None:
     groups = {g.name: g for g in node_groups(example)}
     assert groups["rack-a"].hosts == ("gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04")
-    assert str(groups["rack-a"].addresses[3]) == "10.10.1.14"
+    assert str(groups["rack-a"].nodes[3].address) == "10.10.1.14"
     assert groups["p5-spot"].hosts[-1] == "p5-spot-8"
     assert groups["p5-od"].fabric is not None and groups["p5-od"].fabric.kind == "efa"
 

@@ -18,7 +18,7 @@ from gpucluster.clusterfile import Cluster, load_text
 from tests.conftest import ROOT
 from tests.rack.rack_cluster import rack_cluster_file
 
-SAMPLES = ROOT / "tests" / "unit" / "samples" / "accept"
+SAMPLES = ROOT / "tests" / "accept" / "samples"
 NO_DRIVER = "nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
 NO_IB = "ibstat lists no mlx5* InfiniBand CAs"  # recorded: ibstat prints nothing, rc 0, without HCAs
 HARDWARE_CHECKS = [c.__name__ for c in CHECKS if c.__name__ != "nccl_multi_node"]

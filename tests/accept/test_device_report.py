@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = ROOT / "tests" / "unit" / "samples" / "accept" / "healthy"
+SAMPLES = ROOT / "tests" / "accept" / "samples" / "healthy"
 
 
 def test_raw_outputs_become_observations_and_parses(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Acceptance parsers on the samples in tests/unit/samples/accept (see PROVENANCE.md there) and on garbage."""
+"""Acceptance parsers on the samples in tests/accept/samples (see PROVENANCE.md there) and on garbage."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from gpucluster.accept.nccl_tests import GIB_BYTES, parse_nccl_tests
 from gpucluster.accept.nvidia_smi import parse_nvidia_smi_xml, parse_nvlink_status
 from tests.conftest import ROOT
 
-SAMPLES = ROOT / "tests" / "unit" / "samples" / "accept"
+SAMPLES = ROOT / "tests" / "accept" / "samples"
 GARBAGE = ["", "garbage\x00", "<html><body>502 Bad Gateway</body></html>", '{"foo": 1}', "Segmentation fault"]
 
 

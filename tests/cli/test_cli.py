@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from gpucluster import exit_codes
 from gpucluster.cli import main
 from tests.conftest import ROOT
 
-MALFORMED = ROOT / "tests" / "unit" / "malformed"
+MALFORMED = ROOT / "tests" / "clusterfile" / "malformed"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -100,3 +103,63 @@ def test_console_script_is_installed() -> None:
     assert (
         subprocess.run([str(script), "validate"], cwd=ROOT, capture_output=True, check=False).returncode == 0
     )
+
+
+def test_help_is_the_whole_map() -> None:
+    result = _run("--help")
+    assert result.returncode == 0
+    expected = {"validate", "render", "show", "schema", "cost", "checkpoint-interval", "utilization"}
+    expected |= {"review", "accept"}
+    listed = re.search(r"\{([a-z,-]+)\}", result.stdout)
+    assert listed is not None and set(listed.group(1).split(",")) == expected
+    for verb in expected:
+        assert f"\n    {verb} " in result.stdout or f"\n    {verb}\n" in result.stdout, verb
+    # accept's own steps are named on the top-level map, and `accept --help` details them.
+    assert "`evaluate`" in result.stdout and "`summarize`" in result.stdout
+    accept = _run("accept", "--help")
+    assert accept.returncode == 0
+    assert "evaluate" in accept.stdout and "summarize" in accept.stdout
+
+
+def _warning_cluster(tmp_path: Path) -> Path:
+    """The example without its checkpoint bucket: valid, with one warning on its spot group."""
+    data = yaml.safe_load((ROOT / "clusters" / "example.yaml").read_text())
+    data["aws"]["checkpoint"] = None
+    path = tmp_path / "warn.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_every_verb_that_loads_a_cluster_prints_its_warnings_once_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = str(_warning_cluster(tmp_path))
+    sacct = str(ROOT / "tests" / "cost" / "sacct" / "example-day.txt")
+    observations = str(ROOT / "tests" / "accept" / "samples" / "testrack" / "observations.json")
+    runs = {
+        "validate": ["validate", cluster],
+        "render": ["render", cluster, "--out", str(tmp_path / "out")],
+        "show": ["show", cluster],
+        "cost": ["cost", cluster, "--format", "json"],
+        "checkpoint-interval": ["checkpoint-interval", cluster, "--format", "json"],
+        "utilization": ["utilization", cluster, "--sacct", sacct, "--format", "json"],
+        "accept evaluate": [
+            "accept",
+            "evaluate",
+            "--cluster",
+            cluster,
+            "--host",
+            "gpu-a01",
+            "--observations",
+            observations,
+            "--out",
+            str(tmp_path / "accept"),
+        ],
+    }
+    for name, argv in runs.items():
+        assert main(argv) == exit_codes.OK, name
+        out, err = capsys.readouterr()
+        assert err.count("warning: ") == 1 and "aws.capacity[1].market" in err, (name, err)
+        assert "warning: " not in out and "aws.capacity[1].market" not in out, name
+        if "json" in argv or name == "accept evaluate":
+            json.loads(out)  # stdout stays machine-readable

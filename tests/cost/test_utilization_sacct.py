@@ -1,6 +1,6 @@
 """GPU utilization from `sacct --parsable2` output, against a hand-counted sample.
 
-tests/unit/samples/sacct/example-day.txt is constructed, not recorded: it follows the format of
+tests/cost/sacct/example-day.txt is constructed, not recorded: it follows the format of
 `sacct --allusers --allocations --parsable2 -o JobID,Partition,AllocTRES,Elapsed,Start,End,State`
 (Slurm 22.05) with jobs of known GRES and duration on clusters/example.yaml's partitions.
 Hand count over 2026-11-02 00:00–24:00 (24 h): rack 80 + 384 + 8 = 472 of 64 × 24 = 1,536 GPU-h;
@@ -26,7 +26,7 @@ from gpucluster.cost.utilization import (
 )
 from tests.conftest import ROOT
 
-SAMPLE = ROOT / "tests" / "unit" / "samples" / "sacct" / "example-day.txt"
+SAMPLE = ROOT / "tests" / "cost" / "sacct" / "example-day.txt"
 DAY = (datetime(2026, 11, 2), datetime(2026, 11, 3))
 
 
@@ -117,7 +117,7 @@ def test_bad_sacct_is_named_by_line(text: str, message: str) -> None:
 def test_cli_bad_sacct_exits_two(
     capsys: pytest.CaptureFixture[str], tmp_path: pytest.TempPathFactory
 ) -> None:
-    bad = ROOT / "tests" / "unit" / "samples" / "sacct" / "no-gpu-tres.txt"
+    bad = ROOT / "tests" / "cost" / "sacct" / "no-gpu-tres.txt"
     assert main(["utilization", "--sacct", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "AccountingStorageTRES=gres/gpu" in err and "Traceback" not in err

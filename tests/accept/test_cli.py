@@ -1,28 +1,36 @@
-"""`python -m gpucluster.accept evaluate|summarize` in-process, and thresholds with profile overrides."""
+"""`gpucluster accept evaluate|summarize` in-process, its old alias, and thresholds with profile overrides."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from gpucluster.accept.__main__ import main
 from gpucluster.accept.declared import declared_for
 from gpucluster.accept.report import DRAIN_REASON_MAX_CHARS, drain_reason
 from gpucluster.accept.results import failed, passed
+from gpucluster.cli import main as cli_main
 from gpucluster.clusterfile import load_text
 from gpucluster.clusterfile.catalog.hardware import FABRICS, GPU_MODELS
 from gpucluster.clusterfile.catalog.thresholds import MULTI_NODE_BUSBW_PER_PORT, SINGLE_NODE_BUSBW
+from tests.accept.test_checks import node_commands
 from tests.conftest import ROOT
-from tests.unit.test_accept_checks import node_commands
 
 EXAMPLE = ROOT / "clusters" / "example.yaml"
-TESTRACK_OBS = ROOT / "tests" / "unit" / "samples" / "accept" / "testrack" / "observations.json"
+TESTRACK_OBS = ROOT / "tests" / "accept" / "samples" / "testrack" / "observations.json"
 TESTRACK_REASON = (
     "gpu_count: expected 8 x NVIDIA H100 80GB HBM3, found 0 GPUs "
     "(nvidia-smi: NVIDIA-SMI has failed because it couldnt communicate with the NVIDIA driver.)"
 )
+
+
+def main(argv: list[str]) -> int:
+    return cli_main(["accept", *argv])
 
 
 def write_obs(tmp_path: Path, kind: str) -> Path:
@@ -168,3 +176,62 @@ def test_profile_overrides_thresholds_and_dcgm_level(
     assert checks["nccl_single_node"]["status"] == "pass"
     assert checks["nccl_single_node"]["expected"] == "all_reduce busbw ≥ 300 GB/s at ≥ 1 GiB on 8 GPUs"
     assert checks["dcgm_diag"]["expected"] == "dcgmi diag -r 3: no test failed"
+
+
+def test_python_m_gpucluster_accept_is_an_alias(tmp_path: Path) -> None:
+    evaluate(EXAMPLE, "gpu-a01", TESTRACK_OBS, tmp_path)
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", *module, "summarize", "--reports", str(tmp_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        for module in (["gpucluster", "accept"], ["gpucluster.accept"])
+    ]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    assert runs[0].stdout == runs[1].stdout
+    assert runs[0].stdout.startswith("Acceptance: 0 of 1 nodes passed (example).")
+    bad = subprocess.run(
+        [sys.executable, "-m", "gpucluster.accept", "summarize", "--reports", str(tmp_path / "nope")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "Traceback" not in bad.stderr
+
+
+def _playbook_argvs() -> dict[str, list[str]]:
+    """The gpucluster command lines of ansible/playbooks/accept.yml, keyed by sub-verb."""
+    plays = yaml.safe_load((ROOT / "ansible" / "playbooks" / "accept.yml").read_text())
+    argvs = {}
+    for task in (t for play in plays for t in play.get("tasks", [])):
+        argv = (task.get("ansible.builtin.command") or {}).get("argv", [])
+        if argv[:2] == ["{{ ansible_playbook_python }}", "-m"] and "gpucluster" in argv[2]:
+            argvs[argv[4] if argv[2:4] == ["gpucluster", "accept"] else argv[3]] = argv
+    return argvs
+
+
+def test_the_acceptance_playbook_runs_the_one_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argvs = _playbook_argvs()
+    assert sorted(argvs) == ["evaluate", "summarize"]
+    for argv in argvs.values():
+        assert argv[2:4] == ["gpucluster", "accept"], argv
+    # The playbook's arguments, with its variables filled in, are what the CLI accepts.
+    values = {
+        "{{ gpucluster_cluster_file }}": str(EXAMPLE),
+        "{{ inventory_hostname }}": "gpu-a01",
+        "{{ accept_report_dir }}": str(tmp_path),
+        "{{ playbook_dir | dirname | dirname }}/build/accept/{{ gpucluster_cluster_name }}": str(tmp_path),
+    }
+    shutil.copy(TESTRACK_OBS, tmp_path / "gpu-a01.observations.json")
+    for verb in ("evaluate", "summarize"):
+        args = [values.get(a, a) for a in argvs[verb][4:]]
+        args = [
+            a.replace("{{ accept_report_dir }}/{{ inventory_hostname }}", f"{tmp_path}/gpu-a01") for a in args
+        ]
+        assert not [a for a in args if "{{" in a], args
+        assert cli_main(["accept", *args]) == 0, capsys.readouterr().err
+    assert (tmp_path / "gpu-a01.json").is_file() and (tmp_path / "summary.md").is_file()

@@ -1,0 +1,198 @@
+"""The one table of node files: what each rendered file is, where it lands, and what a change needs.
+
+The renderer, the render lookup the roles use, the roles' handlers (through the `node_file_changes`
+filter), the cloud-init template and the review's classifier all read this table, so what the review
+predicts is what the converge does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final, Literal
+
+from gpucluster.clusterfile.hostlist import expand
+
+Scope = Literal["shared", "onprem", "group", "cloud"]
+
+
+class Action(StrEnum):
+    """What a node must do after one of its files changed, cheapest first."""
+
+    NONE = "none"  # read when used: new jobs, new processes or new instances pick it up
+    RECONFIGURE = "reconfigure"  # `scontrol reconfigure`: slurmctld and every slurmd re-read their files
+    SLURMD_DRAIN_RESTART = "slurmd-drain-restart"  # drain the node, wait for its jobs, restart, resume
+    SLURMCTLD_RESTART = "slurmctld-restart"  # restart slurmctld on the controller (running jobs survive)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file as it is on a node (None: absent) and as the cluster file renders it now."""
+
+    old: str | None
+    new: str | None
+    host: str
+    slurm_version: str
+
+
+@dataclass(frozen=True)
+class NodeFile:
+    """One rendered file: its template, where it lands, who writes it, and what a change needs."""
+
+    path: str  # the renderer's name for it, e.g. slurm/slurm.conf (template templates/<path>.j2)
+    destination: str
+    scope: Scope
+    role: str  # the Ansible role that writes it on racks
+    needs: Callable[[Change], frozenset[Action]]
+    owner: str = "root"
+    group: str = "root"
+    mode: str = "0644"
+    managed_block: bool = False  # written as a marked block inside a file the OS owns
+
+    @property
+    def label(self) -> str:
+        """Where it lands, as a review names it."""
+        return f"{self.destination} (managed block)" if self.managed_block else self.destination
+
+    @property
+    def template(self) -> str:
+        """The template, relative to templates/."""
+        return f"{self.path}.j2"
+
+
+# slurm.conf keys whose change needs slurmctld restarted, not `scontrol reconfigure`:
+# https://slurm.schedmd.com/scontrol.html#OPT_reconfigure
+RESTART_KEYS: Final = frozenset({
+    "AuthType", "ClusterName", "SlurmctldHost", "SlurmctldPort", "SlurmdPort", "SlurmUser", "SlurmdUser",
+    "StateSaveLocation", "SlurmdSpoolDir", "SelectType", "SelectTypeParameters", "GresTypes",
+    "ProctrackType", "TaskPlugin", "TopologyPlugin", "SwitchType", "AccountingStorageType",
+    "JobAcctGatherType", "TreeWidth", "CommunicationParameters", "MpiDefault",
+})  # fmt: skip
+# From 23.11 `scontrol reconfigure` restarts slurmctld in place, so nodes can be added or removed
+# without a restart: https://slurm.schedmd.com/archive/slurm-23.11.0/faq.html#add_nodes
+RECONFIGURE_RESTARTS_FROM: Final = (23, 11)
+_NODE_LINE = re.compile(r"^NodeName=(\S+)")
+
+
+def _changed_lines(change: Change) -> list[str]:
+    old = set((change.old or "").splitlines())
+    new = set((change.new or "").splitlines())
+    return sorted(old ^ new)
+
+
+def node_names(text: str | None) -> set[str]:
+    """Every node a slurm.conf or gres.conf declares on its NodeName lines."""
+    names: set[str] = set()
+    for line in (text or "").splitlines():
+        match = _NODE_LINE.match(line)
+        if match and match.group(1) != "DEFAULT":
+            names.update(expand(match.group(1)))
+    return names
+
+
+def slurm_conf_restart_reasons(change: Change) -> list[str]:
+    """Why a slurm.conf change needs slurmctld restarted for this Slurm version (empty: it does not)."""
+    reasons: list[str] = []
+    if node_names(change.old) != node_names(change.new) and not _reconfigure_restarts(change.slurm_version):
+        reasons.append(f"nodes added or removed (Slurm {change.slurm_version} < 23.11)")
+    keys = sorted({line.split("=", 1)[0] for line in _changed_lines(change) if "=" in line} & RESTART_KEYS)
+    if keys:
+        reasons.append("changed " + ", ".join(keys))
+    return reasons
+
+
+def _reconfigure_restarts(version: str) -> bool:
+    parts = tuple(int(p) for p in re.findall(r"\d+", version)[:2])
+    return parts >= RECONFIGURE_RESTARTS_FROM
+
+
+def _slurm_conf(change: Change) -> frozenset[Action]:
+    # After a restart, `scontrol reconfigure` makes every running slurmd re-read the node list; no
+    # slurmd restarts, so nodes whose own lines did not change keep running their jobs undisturbed.
+    if slurm_conf_restart_reasons(change):
+        return frozenset({Action.SLURMCTLD_RESTART, Action.RECONFIGURE})
+    return frozenset({Action.RECONFIGURE})
+
+
+def own_lines(text: str | None, host: str) -> list[str]:
+    """The NodeName lines of a gres.conf that apply to host (other lines: global settings)."""
+    lines = []
+    for line in (text or "").splitlines():
+        match = _NODE_LINE.match(line)
+        if (match and host in expand(match.group(1))) or (not match and line and not line.startswith("#")):
+            lines.append(line.replace(match.group(1), host, 1) if match else line)
+    return lines
+
+
+def _gres_conf(change: Change) -> frozenset[Action]:
+    # slurmd reads gres.conf only when it starts; another node's lines do not concern this one.
+    if own_lines(change.old, change.host) == own_lines(change.new, change.host):
+        return frozenset({Action.NONE})
+    return frozenset({Action.SLURMD_DRAIN_RESTART})
+
+
+def _slurmd_restart(_: Change) -> frozenset[Action]:
+    # cgroup.conf is read by slurmd when it starts (and by each slurmstepd it forks).
+    return frozenset({Action.SLURMD_DRAIN_RESTART})
+
+
+def _reconfigure(_: Change) -> frozenset[Action]:
+    return frozenset({Action.RECONFIGURE})
+
+
+def _nothing(_: Change) -> frozenset[Action]:
+    return frozenset({Action.NONE})
+
+
+NODE_FILES: Final[tuple[NodeFile, ...]] = (
+    NodeFile("slurm/slurm.conf", "/etc/slurm/slurm.conf", "shared", "slurm_common", _slurm_conf),
+    NodeFile("slurm/cgroup.conf", "/etc/slurm/cgroup.conf", "shared", "slurm_common", _slurmd_restart),
+    NodeFile("slurm/topology.conf", "/etc/slurm/topology.conf", "shared", "slurm_common", _reconfigure),
+    NodeFile("slurm/gres.conf", "/etc/slurm/gres.conf", "shared", "slurm_node", _gres_conf),
+    NodeFile("net/hosts", "/etc/hosts", "onprem", "slurm_common", _nothing, managed_block=True),
+    NodeFile("nccl/nccl.conf", "/etc/nccl.conf", "group", "gpu_nccl", _nothing),
+    NodeFile("nccl/fabric.env", "/etc/gpucluster/fabric.env", "group", "gpu_nccl", _nothing),
+    NodeFile("cloud-init/user-data", "(EC2 user data)", "cloud", "", _nothing),
+)
+BY_PATH: Final = {f.path: f for f in NODE_FILES}
+
+
+def files_of(scope: Scope) -> tuple[NodeFile, ...]:
+    """The table's files of one scope, in table order."""
+    return tuple(f for f in NODE_FILES if f.scope == scope)
+
+
+def needs(path: str, change: Change) -> frozenset[Action]:
+    """What one file's change needs on change.host; a file the node did not have needs nothing more."""
+    if change.old == change.new:
+        return frozenset()
+    if change.old is None:
+        return frozenset({Action.NONE})
+    return BY_PATH[path].needs(change)
+
+
+def actions_of(changes: Iterable[tuple[str, Change]]) -> list[str]:
+    """The actions several file changes on one host need, without NONE, cheapest first."""
+    found: set[Action] = set()
+    for path, change in changes:
+        found |= needs(path, change)
+    return [a.value for a in Action if a in found and a is not Action.NONE]
+
+
+def role_records(role: str, rendered: dict[str, str]) -> list[dict[str, object]]:
+    """The files a role writes on a host, as the render lookup hands them to the role's tasks."""
+    return [
+        {
+            "path": f.path,
+            "dest": f.destination,
+            "owner": f.owner,
+            "group": f.group,
+            "mode": f.mode,
+            "block": f.managed_block,
+            "content": rendered[f.path],
+        }
+        for f in NODE_FILES
+        if f.role == role and f.path in rendered
+    ]

@@ -1,0 +1,64 @@
+"""The node-file table: complete, and what each change needs (the rack E2E proves the roles do it)."""
+
+from __future__ import annotations
+
+from gpucluster.clusterfile import Cluster
+from gpucluster.render import render
+from gpucluster.render.node_files import NODE_FILES, Action, Change, needs, own_lines, role_records
+from tests.conftest import ROOT
+
+TEMPLATES = ROOT / "templates"
+ROLES = ROOT / "ansible" / "roles"
+
+
+def test_every_template_is_one_row_of_the_table() -> None:
+    templates = sorted(str(p.relative_to(TEMPLATES)) for p in TEMPLATES.rglob("*.j2"))
+    assert sorted(f.template for f in NODE_FILES) == templates
+
+
+def test_no_role_names_a_node_file_path_of_its_own() -> None:
+    """Roles take destinations from the table (the render lookup), never from their own lists."""
+    destinations = {f.destination for f in NODE_FILES if f.destination.startswith("/")} - {"/etc/hosts"}
+    found = [
+        f"{path.relative_to(ROLES)}: {dest}"
+        for path in ROLES.rglob("*.yml")
+        if path.parent.name in {"tasks", "handlers", "vars", "defaults"}
+        for dest in destinations
+        if dest in path.read_text()
+    ]
+    assert found == []
+
+
+def test_role_records_carry_what_the_tasks_write(example: Cluster) -> None:
+    files = render(example, "onprem", host="gpu-a01")
+    records = {r["path"]: r for r in role_records("slurm_common", files)}
+    assert set(records) == {"slurm/slurm.conf", "slurm/cgroup.conf", "slurm/topology.conf", "net/hosts"}
+    conf = records["slurm/slurm.conf"]
+    assert (conf["dest"], conf["owner"], conf["mode"], conf["block"]) == (
+        "/etc/slurm/slurm.conf",
+        "root",
+        "0644",
+        False,
+    )
+    assert conf["content"] == files["slurm/slurm.conf"] and records["net/hosts"]["block"] is True
+    assert [r["path"] for r in role_records("slurm_node", files)] == ["slurm/gres.conf"]
+
+
+def test_own_gres_lines_follow_the_hostlist() -> None:
+    text = (
+        "AutoDetect=off\nNodeName=n[1-3] Name=gpu File=/dev/nvidia[0-7]\n"
+        "NodeName=m1 Name=gpu File=/dev/nvidia0\n"
+    )
+    assert own_lines(text, "n2") == ["AutoDetect=off", "NodeName=n2 Name=gpu File=/dev/nvidia[0-7]"]
+    assert own_lines(text, "m1") == ["AutoDetect=off", "NodeName=m1 Name=gpu File=/dev/nvidia0"]
+
+
+def test_a_file_the_node_lacked_or_already_holds_needs_nothing() -> None:
+    assert needs("slurm/cgroup.conf", Change(None, "x\n", "n1", "22.05.8")) == {Action.NONE}
+    assert needs("slurm/cgroup.conf", Change("x\n", "x\n", "n1", "22.05.8")) == frozenset()
+    assert needs("slurm/cgroup.conf", Change("x\n", "y\n", "n1", "22.05.8")) == {Action.SLURMD_DRAIN_RESTART}
+
+
+def test_the_table_covers_files_outside_slurm() -> None:
+    assert needs("nccl/nccl.conf", Change("a\n", "b\n", "n1", "24.05.8")) == {Action.NONE}
+    assert needs("slurm/topology.conf", Change("a\n", "b\n", "n1", "24.05.8")) == {Action.RECONFIGURE}
