@@ -6,7 +6,9 @@ import sys
 
 import aws_cdk as cdk
 
-from gpucluster.clusterfile import DEFAULT_CLUSTER_FILE, ClusterFileError, load
+from gpucluster import exit_codes
+from gpucluster.cluster_input import load_cluster_file
+from gpucluster.clusterfile import DEFAULT_CLUSTER_FILE, ClusterFileError
 from stacks.cluster_app import add_checks, build
 
 
@@ -15,12 +17,10 @@ def main(app: cdk.App | None = None) -> None:
     app = app or cdk.App()
     cluster_file = app.node.try_get_context("cluster") or DEFAULT_CLUSTER_FILE
     try:
-        loaded = load(cluster_file)
+        loaded = load_cluster_file(cluster_file)
     except ClusterFileError as exc:
         print(exc, file=sys.stderr)
-        sys.exit(2)
-    for warning in loaded.warnings:
-        print(warning, file=sys.stderr)
+        sys.exit(exit_codes.BAD_INPUT)
     build(app, loaded.cluster, source=str(cluster_file))
     add_checks(app)
     app.synth()

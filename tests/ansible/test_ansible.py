@@ -71,3 +71,16 @@ def test_every_role_variable_is_documented(role: Path) -> None:
 def test_ansible_lint_production_profile() -> None:
     result = _ansible("ansible-lint", "--profile", "production", "--nocolor", "ansible/")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+
+
+def test_playbooks_target_only_the_groups_the_inventory_makes() -> None:
+    """Playbook host patterns name groups from gpucluster.names, which the inventory plugin creates."""
+    from gpucluster import names
+
+    made = {value for key, value in vars(names).items() if key.endswith("_GROUP")}
+    listing = json.loads(_ansible("ansible-inventory", "-i", "clusters/example.yaml", "--list").stdout)
+    assert made - {names.SUBNET_MANAGER_GROUP} <= set(listing), made - set(listing)
+    for playbook in sorted((ROOT / "ansible" / "playbooks").glob("*.yml")):
+        for play in yaml.safe_load(playbook.read_text()):
+            for pattern in str(play["hosts"]).split(":"):
+                assert pattern.lstrip("!&") in made, f"{playbook.name}: {pattern}"

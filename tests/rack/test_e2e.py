@@ -20,6 +20,16 @@ def _squeue_state(rack: Rack, job: str) -> str:
     return rack.ssh("ctl", f"squeue -h -j {job} -o %T", check=False).strip()
 
 
+def _running_job(rack: Rack, sbatch_args: str) -> str:
+    """Submit `sleep 600` and wait until it runs; return its job id."""
+    job = rack.ssh("ctl", f"sbatch --parsable {sbatch_args} --wrap 'sleep 600'").strip()
+    deadline = time.monotonic() + 30
+    while _squeue_state(rack, job) != "RUNNING" and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _squeue_state(rack, job) == "RUNNING"
+    return job
+
+
 def test_first_converge_succeeds(rack: Rack) -> None:
     run = converge(rack)
     assert run.rc == 0, run.output[-3000:]
@@ -119,11 +129,7 @@ def test_a_down_node_does_not_stop_the_rest(rack: Rack) -> None:
 
 
 def test_partition_change_keeps_running_jobs(rack: Rack) -> None:
-    job = rack.ssh("ctl", "sbatch --parsable -N1 --wrap 'sleep 600'").strip()
-    deadline = time.monotonic() + 30
-    while _squeue_state(rack, job) != "RUNNING" and time.monotonic() < deadline:
-        time.sleep(1)
-    assert _squeue_state(rack, job) == "RUNNING"
+    job = _running_job(rack, "-N1")
     cluster = yaml.safe_load(rack.cluster_file.read_text())
     cluster["slurm"]["partitions"].append(
         {"name": "short", "node_groups": ["rack-t"], "max_time": "01:00:00"}
@@ -140,11 +146,7 @@ def test_partition_change_keeps_running_jobs(rack: Rack) -> None:
 
 def test_a_node_added_to_a_busy_cluster_converges_in_one_run_and_takes_a_job(rack: Rack) -> None:
     """Slurm 22.05 needs slurmctld restarted for a new node; nothing on the other nodes restarts."""
-    job = rack.ssh("ctl", "sbatch --parsable -N1 -w n1 --wrap 'sleep 600'").strip()
-    deadline = time.monotonic() + 30
-    while _squeue_state(rack, job) != "RUNNING" and time.monotonic() < deadline:
-        time.sleep(1)
-    assert _squeue_state(rack, job) == "RUNNING"
+    job = _running_job(rack, "-N1 -w n1")
     base = rack.cluster_file.read_text()
     cluster = yaml.safe_load(base)
     spare = rack.node(4)

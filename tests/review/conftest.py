@@ -42,19 +42,33 @@ def git(repo: Path, *args: str) -> str:
     ).stdout
 
 
-def build_repo(target: Path) -> Path:
-    """Copy the project files synth and render need, commit them as `base`, one branch per change."""
-    target.mkdir(parents=True)
+def link_outside_git(target: Path) -> None:
+    """Link node_modules into a test repository and keep build outputs out of its commits."""
+    for name in LINK:
+        if not (target / name).is_symlink():
+            (target / name).symlink_to(ROOT / name)
+    (target / ".gitignore").write_text("node_modules\n__pycache__/\n*.pyc\nbuild/\ncdk.out/\n")
+
+
+def copy_project(target: Path) -> None:
+    """Put this checkout's copy of the files synth and render need into target, replacing any there."""
     for name in COPY:
         src, dst = ROOT / name, target / name
+        if dst.is_dir():
+            shutil.rmtree(dst)
+        dst.unlink(missing_ok=True)
         if src.is_dir():
             shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-    for name in LINK:
-        (target / name).symlink_to(ROOT / name)
-    (target / ".gitignore").write_text("node_modules\n__pycache__/\n*.pyc\nbuild/\ncdk.out/\n")
+    link_outside_git(target)
+
+
+def build_repo(target: Path) -> Path:
+    """Copy the project files synth and render need, commit them as `base`, one branch per change."""
+    target.mkdir(parents=True)
+    copy_project(target)
     git(target, "init", "-q", "-b", "main")
     git(target, "add", "-A")
     git(target, "commit", "-q", "-m", "base")

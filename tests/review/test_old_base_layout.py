@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import io
-import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
 from gpucluster.review import review
-from tests.review.conftest import COPY, EXAMPLE, LINK, ROOT, git
+from tests.review.conftest import COPY, EXAMPLE, ROOT, copy_project, git, link_outside_git
 
 # The last commit with gpucluster/spec/ and the render*.py modules (in this repository's history).
 OLD_LAYOUT = "ecf58bd"
@@ -30,20 +29,11 @@ def test_review_reads_a_base_with_the_old_package_layout(tmp_path: Path) -> None
     assert (repo / "gpucluster" / "spec" / "load.py").is_file() and (
         repo / "gpucluster" / "render.py"
     ).is_file()
-    for name in LINK:
-        (repo / name).symlink_to(ROOT / name)
-    (repo / ".gitignore").write_text("node_modules\n__pycache__/\n*.pyc\nbuild/\ncdk.out/\n")
+    link_outside_git(repo)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "old layout")
-    for name in COPY:
-        shutil.rmtree(repo / name, ignore_errors=True)
-        (repo / name).unlink(missing_ok=True)
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, repo / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, repo / name)
+    copy_project(repo)  # the head: this checkout's code, in the work tree
     text = (repo / EXAMPLE).read_text()
     (repo / EXAMPLE).write_text(text.replace('max_time: "2-00:00:00"', 'max_time: "1-00:00:00"', 1))
     result = review(repo, "main", cache_dir=tmp_path / "cache")  # head: the work tree, new layout

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Source:
     """Where a figure came from and when it was read."""
 
@@ -19,7 +19,7 @@ class Source:
     date: str  # ISO date the figure was read or published
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuModel:
     """A GPU model as Slurm and the acceptance checks see it."""
 
@@ -31,7 +31,7 @@ class GpuModel:
     source: Source
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Fabric:
     """A node-to-node fabric with its per-node line rate."""
 
@@ -42,7 +42,7 @@ class Fabric:
     source: Source
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InstanceType:
     """An EC2 GPU instance type with the figures our stacks and Slurm node lines need."""
 
@@ -68,160 +68,174 @@ class InstanceType:
         return self.gpu_count * GPU_MODELS[self.gpu].memory_gib
 
 
-_EC2_ACCEL: Final = Source("https://aws.amazon.com/ec2/instance-types/p5/", "2026-11-30")
-_EC2_P4: Final = Source("https://aws.amazon.com/ec2/instance-types/p4/", "2026-11-30")
+_EC2_ACCEL: Final = Source(url="https://aws.amazon.com/ec2/instance-types/p5/", date="2026-11-30")
+_EC2_P4: Final = Source(url="https://aws.amazon.com/ec2/instance-types/p4/", date="2026-11-30")
 _EFA_CARDS: Final = Source(
-    "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html", "2026-11-30"
+    url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html", date="2026-11-30"
 )
 _PRICE_CUT_2025: Final = Source(
-    "https://aws.amazon.com/about-aws/whats-new/2025/06/pricing-usage-model-ec2-instances-nvidia-gpus/",
-    "2025-06-05",
+    url="https://aws.amazon.com/about-aws/whats-new/2025/06/pricing-usage-model-ec2-instances-nvidia-gpus/",
+    date="2025-06-05",
 )
 
 GPU_MODELS: Final[dict[str, GpuModel]] = {
     "h100-sxm": GpuModel(
-        "h100-sxm",
-        "NVIDIA H100 80GB HBM3",
-        "h100",
-        80,
-        900,
-        Source("https://www.nvidia.com/en-us/data-center/h100/", "2026-11-30"),
+        key="h100-sxm",
+        name="NVIDIA H100 80GB HBM3",
+        slurm_type="h100",
+        memory_gib=80,
+        nvlink_gbytes_s=900,
+        source=Source(url="https://www.nvidia.com/en-us/data-center/h100/", date="2026-11-30"),
     ),
     "h200": GpuModel(
-        "h200",
-        "NVIDIA H200",
-        "h200",
-        141,
-        900,
-        Source("https://www.nvidia.com/en-us/data-center/h200/", "2026-11-30"),
+        key="h200",
+        name="NVIDIA H200",
+        slurm_type="h200",
+        memory_gib=141,
+        nvlink_gbytes_s=900,
+        source=Source(url="https://www.nvidia.com/en-us/data-center/h200/", date="2026-11-30"),
     ),
     "a100-40gb": GpuModel(
-        "a100-40gb",
-        "NVIDIA A100-SXM4-40GB",
-        "a100",
-        40,
-        600,
-        Source("https://www.nvidia.com/en-us/data-center/a100/", "2026-11-30"),
+        key="a100-40gb",
+        name="NVIDIA A100-SXM4-40GB",
+        slurm_type="a100",
+        memory_gib=40,
+        nvlink_gbytes_s=600,
+        source=Source(url="https://www.nvidia.com/en-us/data-center/a100/", date="2026-11-30"),
     ),
     "a100-80gb": GpuModel(
-        "a100-80gb",
-        "NVIDIA A100-SXM4-80GB",
-        "a100",
-        80,
-        600,
-        Source("https://www.nvidia.com/en-us/data-center/a100/", "2026-11-30"),
+        key="a100-80gb",
+        name="NVIDIA A100-SXM4-80GB",
+        slurm_type="a100",
+        memory_gib=80,
+        nvlink_gbytes_s=600,
+        source=Source(url="https://www.nvidia.com/en-us/data-center/a100/", date="2026-11-30"),
     ),
 }
 
 FABRICS: Final[dict[str, Fabric]] = {
     "efa-v2": Fabric(
-        "efa-v2", "Elastic Fabric Adapter v2 (3200 Gbps per p5 instance)", "efa", 100, _EFA_CARDS
+        key="efa-v2",
+        name="Elastic Fabric Adapter v2 (3200 Gbps per p5 instance)",
+        kind="efa",
+        per_port_gbps=100,
+        source=_EFA_CARDS,
     ),
     "efa-v3": Fabric(
-        "efa-v3", "Elastic Fabric Adapter v3 (3200 Gbps per p5en instance)", "efa", 200, _EFA_CARDS
+        key="efa-v3",
+        name="Elastic Fabric Adapter v3 (3200 Gbps per p5en instance)",
+        kind="efa",
+        per_port_gbps=200,
+        source=_EFA_CARDS,
     ),
-    "efa-v1": Fabric("efa-v1", "Elastic Fabric Adapter (400 Gbps per p4d)", "efa", 100, _EFA_CARDS),
+    "efa-v1": Fabric(
+        key="efa-v1",
+        name="Elastic Fabric Adapter (400 Gbps per p4d)",
+        kind="efa",
+        per_port_gbps=100,
+        source=_EFA_CARDS,
+    ),
     "ib-ndr400": Fabric(
-        "ib-ndr400",
-        "InfiniBand NDR 400 Gb/s",
-        "infiniband",
-        400,
-        Source("https://www.nvidia.com/en-us/networking/quantum2/", "2026-11-30"),
+        key="ib-ndr400",
+        name="InfiniBand NDR 400 Gb/s",
+        kind="infiniband",
+        per_port_gbps=400,
+        source=Source(url="https://www.nvidia.com/en-us/networking/quantum2/", date="2026-11-30"),
     ),
     "ib-hdr200": Fabric(
-        "ib-hdr200",
-        "InfiniBand HDR 200 Gb/s",
-        "infiniband",
-        200,
-        Source("https://www.nvidia.com/en-us/networking/infiniband-switching/", "2026-11-30"),
+        key="ib-hdr200",
+        name="InfiniBand HDR 200 Gb/s",
+        kind="infiniband",
+        per_port_gbps=200,
+        source=Source(url="https://www.nvidia.com/en-us/networking/infiniband-switching/", date="2026-11-30"),
     ),
 }
 
 INSTANCE_TYPES: Final[dict[str, InstanceType]] = {
     "p5.48xlarge": InstanceType(
-        "p5.48xlarge",
-        "h100-sxm",
-        8,
-        192,
-        2,
-        48,
-        2,
-        2048,
-        32,
-        32,
-        "efa-v2",
-        3200,
-        55.04,
-        _PRICE_CUT_2025,
-        _EC2_ACCEL,
+        name="p5.48xlarge",
+        gpu="h100-sxm",
+        gpu_count=8,
+        vcpus=192,
+        sockets=2,
+        cores_per_socket=48,
+        threads_per_core=2,
+        memory_gib=2048,
+        network_cards=32,
+        max_efa_interfaces=32,
+        fabric="efa-v2",
+        efa_gbps=3200,
+        on_demand_usd_per_hour=55.04,
+        price_source=_PRICE_CUT_2025,
+        spec_source=_EC2_ACCEL,
     ),
     "p5e.48xlarge": InstanceType(
-        "p5e.48xlarge",
-        "h200",
-        8,
-        192,
-        2,
-        48,
-        2,
-        2048,
-        32,
-        32,
-        "efa-v2",
-        3200,
-        63.44,
-        _PRICE_CUT_2025,
-        _EC2_ACCEL,
+        name="p5e.48xlarge",
+        gpu="h200",
+        gpu_count=8,
+        vcpus=192,
+        sockets=2,
+        cores_per_socket=48,
+        threads_per_core=2,
+        memory_gib=2048,
+        network_cards=32,
+        max_efa_interfaces=32,
+        fabric="efa-v2",
+        efa_gbps=3200,
+        on_demand_usd_per_hour=63.44,
+        price_source=_PRICE_CUT_2025,
+        spec_source=_EC2_ACCEL,
     ),
     "p5en.48xlarge": InstanceType(
-        "p5en.48xlarge",
-        "h200",
-        8,
-        192,
-        2,
-        48,
-        2,
-        2048,
-        16,
-        16,
-        "efa-v3",
-        3200,
-        63.30,
-        _PRICE_CUT_2025,
-        _EC2_ACCEL,
+        name="p5en.48xlarge",
+        gpu="h200",
+        gpu_count=8,
+        vcpus=192,
+        sockets=2,
+        cores_per_socket=48,
+        threads_per_core=2,
+        memory_gib=2048,
+        network_cards=16,
+        max_efa_interfaces=16,
+        fabric="efa-v3",
+        efa_gbps=3200,
+        on_demand_usd_per_hour=63.30,
+        price_source=_PRICE_CUT_2025,
+        spec_source=_EC2_ACCEL,
     ),
     "p4d.24xlarge": InstanceType(
-        "p4d.24xlarge",
-        "a100-40gb",
-        8,
-        96,
-        2,
-        24,
-        2,
-        1152,
-        4,
-        4,
-        "efa-v1",
-        400,
-        21.96,
-        _PRICE_CUT_2025,
-        _EC2_P4,
+        name="p4d.24xlarge",
+        gpu="a100-40gb",
+        gpu_count=8,
+        vcpus=96,
+        sockets=2,
+        cores_per_socket=24,
+        threads_per_core=2,
+        memory_gib=1152,
+        network_cards=4,
+        max_efa_interfaces=4,
+        fabric="efa-v1",
+        efa_gbps=400,
+        on_demand_usd_per_hour=21.96,
+        price_source=_PRICE_CUT_2025,
+        spec_source=_EC2_P4,
     ),
     "p4de.24xlarge": InstanceType(
-        "p4de.24xlarge",
-        "a100-80gb",
-        8,
-        96,
-        2,
-        24,
-        2,
-        1152,
-        4,
-        4,
-        "efa-v1",
-        400,
-        27.45,
-        _PRICE_CUT_2025,
-        _EC2_P4,
+        name="p4de.24xlarge",
+        gpu="a100-80gb",
+        gpu_count=8,
+        vcpus=96,
+        sockets=2,
+        cores_per_socket=24,
+        threads_per_core=2,
+        memory_gib=1152,
+        network_cards=4,
+        max_efa_interfaces=4,
+        fabric="efa-v1",
+        efa_gbps=400,
+        on_demand_usd_per_hour=27.45,
+        price_source=_PRICE_CUT_2025,
+        spec_source=_EC2_P4,
     ),
 }
 

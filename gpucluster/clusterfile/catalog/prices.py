@@ -17,7 +17,7 @@ from gpucluster.clusterfile.catalog.hardware import Source
 REFERENCE_REGION: Final = "us-east-1"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rate:
     """One reference figure with where it came from and what kind of figure it is."""
 
@@ -26,7 +26,7 @@ class Rate:
     basis: str  # "list price", "reference discount", "published band", …
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InterruptionBand:
     """A Spot Instance Advisor band: share of instances of a type interrupted in a month."""
 
@@ -36,18 +36,43 @@ class InterruptionBand:
     assumed_fraction_per_month: float  # the figure the cost model uses inside the band
 
 
-_SPOT_ADVISOR: Final = Source("https://aws.amazon.com/ec2/spot/instance-advisor/", "2026-12-02")
-_SPOT_PRICING: Final = Source("https://aws.amazon.com/ec2/spot/pricing/", "2026-12-02")
-_SAVINGS_PLANS: Final = Source("https://aws.amazon.com/savingsplans/faqs/", "2026-12-02")
+_SPOT_ADVISOR: Final = Source(url="https://aws.amazon.com/ec2/spot/instance-advisor/", date="2026-12-02")
+_SPOT_PRICING: Final = Source(url="https://aws.amazon.com/ec2/spot/pricing/", date="2026-12-02")
+_SAVINGS_PLANS: Final = Source(url="https://aws.amazon.com/savingsplans/faqs/", date="2026-12-02")
 # The capacity-block page listed these rates until its scheduled update of 2025-01-01.
-_CAPACITY_BLOCKS: Final = Source("https://aws.amazon.com/ec2/capacityblocks/pricing/", "2024-12-31")
+_CAPACITY_BLOCKS: Final = Source(url="https://aws.amazon.com/ec2/capacityblocks/pricing/", date="2024-12-31")
 
 INTERRUPTION_BANDS: Final[dict[str, InterruptionBand]] = {
-    "<5%": InterruptionBand("<5%", 0.0, 0.05, 0.025),
-    "5-10%": InterruptionBand("5-10%", 0.05, 0.10, 0.075),
-    "10-15%": InterruptionBand("10-15%", 0.10, 0.15, 0.125),
-    "15-20%": InterruptionBand("15-20%", 0.15, 0.20, 0.175),
-    ">20%": InterruptionBand(">20%", 0.20, 1.0, 0.30),
+    "<5%": InterruptionBand(
+        label="<5%",
+        low_fraction_per_month=0.0,
+        high_fraction_per_month=0.05,
+        assumed_fraction_per_month=0.025,
+    ),
+    "5-10%": InterruptionBand(
+        label="5-10%",
+        low_fraction_per_month=0.05,
+        high_fraction_per_month=0.10,
+        assumed_fraction_per_month=0.075,
+    ),
+    "10-15%": InterruptionBand(
+        label="10-15%",
+        low_fraction_per_month=0.10,
+        high_fraction_per_month=0.15,
+        assumed_fraction_per_month=0.125,
+    ),
+    "15-20%": InterruptionBand(
+        label="15-20%",
+        low_fraction_per_month=0.15,
+        high_fraction_per_month=0.20,
+        assumed_fraction_per_month=0.175,
+    ),
+    ">20%": InterruptionBand(
+        label=">20%",
+        low_fraction_per_month=0.20,
+        high_fraction_per_month=1.0,
+        assumed_fraction_per_month=0.30,
+    ),
 }
 
 # Reference discounts off on-demand. AWS sells savings plans as an hourly commitment and spot at a
@@ -55,14 +80,14 @@ INTERRUPTION_BANDS: Final[dict[str, InterruptionBand]] = {
 # discount and say so. The spot figure sits inside the "up to 90% off" AWS states; the savings-plan
 # figures inside the published "up to 72%" (EC2 Instance Savings Plans).
 _ASSUMED = "assumed discount off on-demand (the source gives only an upper bound); override it"
-SPOT_DISCOUNT: Final = Rate(0.60, _SPOT_PRICING, _ASSUMED)
-SAVINGS_PLAN_1Y_DISCOUNT: Final = Rate(0.30, _SAVINGS_PLANS, _ASSUMED)
-SAVINGS_PLAN_3Y_DISCOUNT: Final = Rate(0.50, _SAVINGS_PLANS, _ASSUMED)
+SPOT_DISCOUNT: Final = Rate(value=0.60, source=_SPOT_PRICING, basis=_ASSUMED)
+SAVINGS_PLAN_1Y_DISCOUNT: Final = Rate(value=0.30, source=_SAVINGS_PLANS, basis=_ASSUMED)
+SAVINGS_PLAN_3Y_DISCOUNT: Final = Rate(value=0.50, source=_SAVINGS_PLANS, basis=_ASSUMED)
 
 CAPACITY_BLOCK_USD_PER_HOUR: Final[dict[str, Rate]] = {
-    "p5.48xlarge": Rate(39.33, _CAPACITY_BLOCKS, "list price, us-east-1"),
-    "p5e.48xlarge": Rate(43.26, _CAPACITY_BLOCKS, "list price, us-east-2"),
-    "p4d.24xlarge": Rate(14.75, _CAPACITY_BLOCKS, "list price, us-east-2"),
+    "p5.48xlarge": Rate(value=39.33, source=_CAPACITY_BLOCKS, basis="list price, us-east-1"),
+    "p5e.48xlarge": Rate(value=43.26, source=_CAPACITY_BLOCKS, basis="list price, us-east-2"),
+    "p4d.24xlarge": Rate(value=14.75, source=_CAPACITY_BLOCKS, basis="list price, us-east-2"),
 }
 
 # Assumed Spot Instance Advisor band per instance type (large GPU types are reclaimed often); the
