@@ -42,6 +42,21 @@ def munge_key_parameter(cluster_name: str) -> str:
     return f"/gpucluster/{cluster_name}/munge-key"
 
 
+def image_ami_parameter(cluster_name: str) -> str:
+    """SSM parameter (data type aws:ec2:image) where the image stack publishes the node AMI id."""
+    return f"/gpucluster/{cluster_name}/node-ami"
+
+
+def image_key_alias(cluster_name: str) -> str:
+    """KMS alias of the key that encrypts the node image's EBS snapshots."""
+    return f"alias/gpucluster/{cluster_name}/node-image"
+
+
+def image_resource_name(cluster_name: str, part: str) -> str:
+    """Name of one Image Builder resource of the node image, e.g. `gpucluster-example-node-recipe`."""
+    return f"gpucluster-{cluster_name}-node-{part}"
+
+
 def cloud_node_names(group: str, max_count: int) -> list[str]:
     """Slurm node names of a capacity group: one per instance it may grow to."""
     return [f"{group}-{n}" for n in range(1, max_count + 1)]

@@ -7,13 +7,14 @@ from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.load import Loaded
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import NodeGroup, node_groups
+from gpucluster.pins import pin_lines
 
 
 def summary(loaded: Loaded) -> str:
     """Multi-line text for `gpucluster show`."""
     cluster = loaded.cluster
     groups = node_groups(cluster)
-    lines = [_title(cluster, loaded.source), _versions(cluster)]
+    lines = [_title(cluster, loaded.source), *pin_lines(cluster)]
     racks = [g for g in groups if g.site == "onprem"]
     if cluster.onprem and racks:
         lines.append(
@@ -42,14 +43,6 @@ def _title(cluster: Cluster, source: str) -> str:
     return (
         f"Cluster {cluster.name} ({source}): Slurm {cluster.versions.slurm}, "
         f"controller {cluster.slurm.controller}, accounting {accounting}"
-    )
-
-
-def _versions(cluster: Cluster) -> str:
-    v = cluster.versions
-    return (
-        f"Software: NVIDIA driver {v.nvidia_driver} (branch {v.nvidia_driver_branch}), "
-        f"CUDA {v.cuda}, NCCL {v.nccl}, EFA installer {v.efa_installer}"
     )
 
 

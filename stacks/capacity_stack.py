@@ -9,7 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.names import asg_name, munge_key_parameter
+from gpucluster.names import asg_name, image_ami_parameter, munge_key_parameter
 from gpucluster.render import render
 from stacks.checkpoint_stack import CheckpointExports
 from stacks.parts.acks import acknowledge
@@ -59,8 +59,7 @@ class CapacityStack(cdk.Stack):
         self.node_security_group = NodeSecurityGroup(
             self, "NodeNetwork", vpc=network.vpc, vpc_cidr=aws.vpc_cidr, onprem_cidrs=list(aws.onprem_cidrs)
         ).security_group
-        # Resolved by CloudFormation at deploy time: no AMI look-up during synth.
-        image = ec2.MachineImage.from_ssm_parameter(aws.ami_ssm_parameter, os=ec2.OperatingSystemType.LINUX)
+        image = node_image(cluster)
         self.groups = [
             GpuGroup(
                 self,
@@ -89,3 +88,14 @@ class CapacityStack(cdk.Stack):
                 role=self.node_role.role,
                 security_group=self.node_security_group,
             )
+
+
+def node_image(cluster: Cluster) -> ec2.IMachineImage:
+    """The explicit `aws.ami_id`, or the image stack's AMI parameter that CloudFormation resolves."""
+    assert cluster.aws is not None
+    if cluster.aws.ami_id is not None:
+        return ec2.MachineImage.generic_linux({cluster.aws.region: cluster.aws.ami_id})
+    # An AWS::SSM::Parameter::Value<AWS::EC2::Image::Id> parameter: no AMI look-up during synth.
+    return ec2.MachineImage.from_ssm_parameter(
+        image_ami_parameter(cluster.name), os=ec2.OperatingSystemType.LINUX
+    )

@@ -12,6 +12,7 @@ from gpucluster.names import asg_prefix, stack_name
 from stacks.alerts_stack import AlertsStack
 from stacks.capacity_stack import CapacityStack
 from stacks.checkpoint_stack import CheckpointStack
+from stacks.image_stack import ImageStack
 from stacks.nag.plugin import GpuClusterChecks
 from stacks.network_stack import NetworkStack, NoCloudStack
 from stacks.tags import CLUSTER_TAG
@@ -25,13 +26,21 @@ class ClusterStacks:
     network: NetworkStack | None = None
     checkpoints: CheckpointStack | None = None
     alerts: AlertsStack | None = None
+    image: ImageStack | None = None
     capacity: CapacityStack | None = None
 
     def all(self) -> list[cdk.Stack]:
         """The stacks that exist, in deployment order."""
         return [
             s
-            for s in (self.placeholder, self.network, self.checkpoints, self.alerts, self.capacity)
+            for s in (
+                self.placeholder,
+                self.network,
+                self.checkpoints,
+                self.alerts,
+                self.image,
+                self.capacity,
+            )
             if s is not None
         ]
 
@@ -66,6 +75,16 @@ def build(app: cdk.App, cluster: Cluster, *, source: str) -> ClusterStacks:
         aws=aws,
         group_prefix=asg_prefix(cluster.name),
     )
+    image = None
+    if aws.builds_image:
+        image = ImageStack(
+            app,
+            "Image",
+            stack_name=stack_name(cluster.name, "image"),
+            env=env,
+            cluster=cluster,
+            network=network.network,
+        )
     capacity = CapacityStack(
         app,
         "Capacity",
@@ -78,7 +97,13 @@ def build(app: cdk.App, cluster: Cluster, *, source: str) -> ClusterStacks:
     )
     if checkpoints is not None:
         capacity.add_stack_dependency(checkpoints, "nodes import the checkpoint bucket and key ARNs")
-    return ClusterStacks(network=network, checkpoints=checkpoints, alerts=alerts, capacity=capacity)
+    if image is not None:
+        capacity.add_stack_dependency(
+            image, "launch templates resolve the AMI parameter the image build publishes"
+        )
+    return ClusterStacks(
+        network=network, checkpoints=checkpoints, alerts=alerts, image=image, capacity=capacity
+    )
 
 
 def add_checks(app: cdk.App) -> None:

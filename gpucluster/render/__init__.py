@@ -93,7 +93,11 @@ def _choose_group(cluster: Cluster, target: Target, host: str | None, group: str
 
 
 def _render_shared(cluster: Cluster, source: str) -> dict[str, str]:
-    context = {"cluster": cluster, "slurm": slurm_context(cluster)}
+    context = {
+        "cluster": cluster,
+        "slurm": slurm_context(cluster),
+        "paths": {f.path: f.destination for f in NODE_FILES},
+    }
     return {path: _render_one(path, source, context) for path in SHARED_FILES}
 
 

@@ -150,6 +150,8 @@ NODE_FILES: Final[tuple[NodeFile, ...]] = (
     NodeFile("slurm/slurm.conf", "/etc/slurm/slurm.conf", "shared", "slurm_common", _slurm_conf),
     NodeFile("slurm/cgroup.conf", "/etc/slurm/cgroup.conf", "shared", "slurm_common", _slurmd_restart),
     NodeFile("slurm/topology.conf", "/etc/slurm/topology.conf", "shared", "slurm_common", _reconfigure),
+    # Run for every task, so a new version takes effect with the next task.
+    NodeFile("slurm/task_prolog", "/etc/slurm/task_prolog", "shared", "slurm_common", _nothing, mode="0755"),
     NodeFile("slurm/gres.conf", "/etc/slurm/gres.conf", "shared", "slurm_node", _gres_conf),
     NodeFile("net/hosts", "/etc/hosts", "onprem", "slurm_common", _nothing, managed_block=True),
     NodeFile("nccl/nccl.conf", "/etc/nccl.conf", "group", "gpu_nccl", _nothing),

@@ -18,6 +18,9 @@ STATEFUL = {
 INSTANCES = {"AWS::EC2::LaunchTemplate", "AWS::AutoScaling::AutoScalingGroup", "AWS::EC2::Instance"}
 CAPACITY_PROPS = {"MinSize", "MaxSize", "DesiredCapacity", "MixedInstancesPolicy"}
 DESTRUCTIVE = {"WILL_REPLACE", "MAY_REPLACE", "WILL_DESTROY", "WILL_ORPHAN"}
+# A new or changed recipe or image builds a new AMI (stacks/image_stack.py).
+IMAGE_BUILD = {"AWS::ImageBuilder::ImageRecipe", "AWS::ImageBuilder::Image"}
+NEW_AMI = "new AMI: rolling replacement of cloud nodes as they power down"
 
 
 def classify_stacks(diffs: list[StackDiff]) -> list[Finding]:
@@ -26,6 +29,7 @@ def classify_stacks(diffs: list[StackDiff]) -> list[Finding]:
     for diff in diffs:
         for change in diff.resources:
             findings += classify_resource(change)
+        findings += _new_ami(diff)
         findings += _broadened(diff)
     return findings
 
@@ -68,6 +72,30 @@ def _instances(change: ResourceChange, where: str) -> list[Finding]:
         lines = [f"{p.name}: {_short(p.old)} → {_short(p.new)}" for p in sized]
         return [Finding("replace", f"{where} capacity change: " + "; ".join(lines))]
     return []
+
+
+def _new_ami(diff: StackDiff) -> list[Finding]:
+    """One finding per stack whose changes give cloud nodes another image (recipe, image or ImageId).
+
+    Kind "reboot": like a driver change on a rack, nothing running is replaced; each cloud node comes
+    back on the new AMI the next time Slurm powers it up.
+    """
+    causes = [
+        f"`{c.logical_id}` ({c.type}) {c.change}"
+        for c in diff.resources
+        if (c.type in IMAGE_BUILD and c.change != "remove") or _image_id_changed(c)
+    ]
+    return [Finding("reboot", f"`{diff.stack}`: {NEW_AMI}", causes)] if causes else []
+
+
+def _image_id_changed(change: ResourceChange) -> bool:
+    """A launch template launching another AMI: an explicit aws.ami_id or another AMI parameter."""
+    if change.type != "AWS::EC2::LaunchTemplate" or change.change != "update":
+        return False
+    old, new = (
+        r.get("Properties", {}).get("LaunchTemplateData", {}).get("ImageId") for r in (change.old, change.new)
+    )
+    return bool(old != new)
 
 
 def _size(props: dict[str, Any]) -> str:

@@ -108,8 +108,9 @@ def _driver(base: Snapshot, head: Snapshot) -> list[Finding]:
     ]
     if cloud:
         detail.append(
-            f"cloud: {len(cloud)} cloud nodes get the driver from the AMI (aws.ami_ssm_parameter):"
-            f" publish one with {new.get('nvidia_driver')}, then relaunch them (instance refresh)"
+            f"cloud: {len(cloud)} cloud nodes get the driver from the node image (image stack, or"
+            f" aws.ami_id): the pin change builds a new AMI with {new.get('nvidia_driver')};"
+            " nodes take it as they power up"
         )
     title = f"versions: {'; '.join(changed)}: rolling reboot of {len(onprem)} GPU nodes on-prem"
     return [Finding("reboot", title, detail, hosts=onprem + cloud)]

@@ -13,7 +13,17 @@ from gpucluster.review.errors import ReviewError
 
 CLUSTER_GLOB = "clusters/*.yaml"
 # Inputs of synth and render besides the cluster file: a change here can change every cluster.
-CODE_PATHS = ("app.py", "cdk.json", "stacks", "gpucluster", "templates", "package-lock.json")
+# The node image bundles the Ansible collection, so ansible/ is a synth input too.
+CODE_PATHS = (
+    "app.py",
+    "cdk.json",
+    "stacks",
+    "gpucluster",
+    "templates",
+    "package-lock.json",
+    "ansible",
+    "ansible.cfg",
+)
 # The review's own code changes neither the templates nor the node files.
 NOT_INPUTS = ("gpucluster/review",)
 

@@ -8,7 +8,15 @@ from pathlib import Path
 import aws_cdk as cdk
 import jsii
 
-from stacks.nag import checkpoint_bucket, efa_layout, efa_security_group, imdsv2, no_public_ip, placement
+from stacks.nag import (
+    checkpoint_bucket,
+    efa_layout,
+    efa_security_group,
+    image_builder_imdsv2,
+    imdsv2,
+    no_public_ip,
+    placement,
+)
 from stacks.nag.template import Json, Rule, Template
 
 RULES: tuple[Rule, ...] = (
@@ -16,6 +24,7 @@ RULES: tuple[Rule, ...] = (
     efa_security_group.RULE,
     placement.RULE,
     imdsv2.RULE,
+    image_builder_imdsv2.RULE,
     no_public_ip.RULE,
     checkpoint_bucket.RULE,
 )

@@ -12,7 +12,7 @@ from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.efa_layout import interfaces_for
 from gpucluster.clusterfile.model.aws import CapacityGroup, EfaInterface
 
-ROOT_DEVICE = "/dev/sda1"  # root device of the Ubuntu-based Deep Learning AMIs
+ROOT_DEVICE = "/dev/sda1"  # root device of Ubuntu AMIs: Canonical's and the node image built on them
 # Real instance types missing from cfn-lint 1.58's per-region list (built from the price list, where
 # capacity-block-only types do not appear); our catalog already validates them, so E3628 is skipped
 # on launch templates of these types only.

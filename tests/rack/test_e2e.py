@@ -30,6 +30,28 @@ def _running_job(rack: Rack, sbatch_args: str) -> str:
     return job
 
 
+def test_a_slurm_pin_the_distribution_cannot_meet_is_refused_before_anything_is_installed(rack: Rack) -> None:
+    original = rack.cluster_file.read_text()
+    cluster = yaml.safe_load(original)
+    cluster["versions"]["slurm"] = "24.05.8"  # Debian 12 ships 22.05.8
+    rack.cluster_file.write_text(yaml.safe_dump(cluster, sort_keys=False))
+    try:
+        run = converge(rack)
+    finally:
+        rack.cluster_file.write_text(original)
+    assert run.rc != 0
+    assert (
+        "versions.slurm pins 24.05.8, but the distribution packages on ctl offer slurm-client 22.05.8-"
+        in (" ".join(run.output.split()))
+    ), run.output[-3000:]
+    for node in ("ctl", "n1", "n2", "n3"):
+        listed = rack.ssh(
+            node, "dpkg-query -W -f '${db:Status-Abbrev}${Package}\\n' 2>/dev/null", check=False
+        )
+        installed = {line[3:] for line in listed.splitlines() if line.startswith("ii")}
+        assert not installed & {"munge", "slurm-client", "slurmd", "slurmctld", "slurmdbd"}, (node, installed)
+
+
 def test_first_converge_succeeds(rack: Rack) -> None:
     run = converge(rack)
     assert run.rc == 0, run.output[-3000:]
@@ -44,9 +66,38 @@ def test_sinfo_shows_three_idle_compute_nodes(rack: Rack) -> None:
     assert rack.ssh("ctl", "sinfo -h -t idle -o %D").strip() == "3", rack.ssh("ctl", "sinfo -R; sinfo")
 
 
+def test_slurm_is_installed_at_the_pin_and_held(rack: Rack) -> None:
+    for node, daemons in (
+        ("ctl", ["slurm-client", "slurmctld", "slurmdbd"]),
+        ("n1", ["slurm-client", "slurmd"]),
+    ):
+        versions = dict(
+            line.split() for line in rack.ssh(node, f"dpkg-query -W {' '.join(daemons)}").splitlines()
+        )
+        assert all(v.startswith("22.05.8-") for v in versions.values()), versions
+        assert set(daemons) <= set(rack.ssh(node, "apt-mark showhold").split())
+    assert rack.ssh("n1", "slurmd -V").split()[-1] == "22.05.8"
+    upgrade = rack.ssh("n1", "apt-get -s -o Debug::NoLocking=1 upgrade")
+    assert not [line for line in upgrade.splitlines() if line.startswith("Inst ") and "slurm" in line]
+
+
 def test_srun_runs_on_three_distinct_nodes(rack: Rack) -> None:
     names = rack.ssh("ctl", "srun -N3 hostname").split()
     assert sorted(names) == ["n1", "n2", "n3"]
+
+
+def test_every_task_gets_its_node_groups_fabric_environment(rack: Rack) -> None:
+    """slurm.conf's TaskProlog hands /etc/gpucluster/fabric.env to tasks; a job's own value wins."""
+    fabric = dict(
+        line.split("=", 1)
+        for line in rack.ssh("n1", "cat /etc/gpucluster/fabric.env").splitlines()
+        if line and not line.startswith("#")
+    )
+    assert {"NCCL_IB_HCA", "UCX_NET_DEVICES"} <= set(fabric), fabric
+    task_env = rack.ssh("ctl", "srun -w n1 env").splitlines()
+    assert all(f"{name}={value}" in task_env for name, value in fabric.items()), task_env
+    own = rack.ssh("ctl", "NCCL_IB_HCA=mlx5_9 srun -w n1 printenv NCCL_IB_HCA").strip()
+    assert own == "mlx5_9"
 
 
 def test_gres_allocates_two_declared_gpus(rack: Rack) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 from gpucluster.clusterfile import Cluster
 from gpucluster.render import render
 from gpucluster.render.node_files import NODE_FILES, Action, Change, needs, own_lines, role_records
@@ -32,7 +35,13 @@ def test_no_role_names_a_node_file_path_of_its_own() -> None:
 def test_role_records_carry_what_the_tasks_write(example: Cluster) -> None:
     files = render(example, "onprem", host="gpu-a01")
     records = {r["path"]: r for r in role_records("slurm_common", files)}
-    assert set(records) == {"slurm/slurm.conf", "slurm/cgroup.conf", "slurm/topology.conf", "net/hosts"}
+    assert set(records) == {
+        "slurm/slurm.conf",
+        "slurm/cgroup.conf",
+        "slurm/topology.conf",
+        "slurm/task_prolog",
+        "net/hosts",
+    }
     conf = records["slurm/slurm.conf"]
     assert (conf["dest"], conf["owner"], conf["mode"], conf["block"]) == (
         "/etc/slurm/slurm.conf",
@@ -62,3 +71,22 @@ def test_a_file_the_node_lacked_or_already_holds_needs_nothing() -> None:
 def test_the_table_covers_files_outside_slurm() -> None:
     assert needs("nccl/nccl.conf", Change("a\n", "b\n", "n1", "24.05.8")) == {Action.NONE}
     assert needs("slurm/topology.conf", Change("a\n", "b\n", "n1", "24.05.8")) == {Action.RECONFIGURE}
+
+
+def test_task_prolog_exports_the_fabric_environment_without_overriding_the_job(
+    example: Cluster, tmp_path: Path
+) -> None:
+    """The rendered TaskProlog, run by sh as slurmd would, prints the export lines Slurm applies."""
+    files = render(example, "aws", group="p5-od")
+    env_file = tmp_path / "fabric.env"
+    env_file.write_text(files["nccl/fabric.env"])
+    script = tmp_path / "task_prolog"
+    script.write_text(files["slurm/task_prolog"].replace("/etc/gpucluster/fabric.env", str(env_file)))
+    job_env = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": "/home/u/lib", "FI_PROVIDER": "tcp"}
+    out = subprocess.run(["sh", str(script)], env=job_env, capture_output=True, text=True, check=True)
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in out.stdout.splitlines())
+    assert exports["NCCL_SOCKET_IFNAME"] == "^lo,docker"
+    assert "FI_PROVIDER" not in exports  # the job chose its own provider
+    assert exports["LD_LIBRARY_PATH"].startswith("/opt/amazon/ofi-nccl/lib:")
+    assert exports["LD_LIBRARY_PATH"].endswith(":/home/u/lib")
+    assert out.stderr == ""

@@ -14,7 +14,10 @@ import pytest
 from gpucluster.review import Review, review
 
 ROOT = Path(__file__).resolve().parents[2]
-COPY = ("clusters/example.yaml", "app.py", "cdk.json", "stacks", "gpucluster", "templates", "package.json")
+COPY = (
+    "clusters/example.yaml", "app.py", "cdk.json", "stacks", "gpucluster", "templates", "package.json",
+    "ansible", "ansible.cfg",
+)  # fmt: skip
 LINK = ("node_modules",)
 EXAMPLE = "clusters/example.yaml"
 SPOT_GROUP = """      max_count: 8

@@ -164,3 +164,31 @@ def test_cgroup_conf_needs_a_drained_slurmd_restart() -> None:
 def test_bad_revision_is_bad_input(capsys: Any) -> None:
     assert main(["review", "--base", "no-such-revision-anywhere"]) == 2
     assert "not a commit" in capsys.readouterr().err
+
+
+RECIPE: dict[str, Any] = {
+    "Type": "AWS::ImageBuilder::ImageRecipe",
+    "Properties": {"Name": "gpucluster-example-node-recipe-a", "Version": "570.1.0", "ParentImage": "ssm:/p"},
+}
+NODE_LT: dict[str, Any] = {
+    "Type": "AWS::EC2::LaunchTemplate",
+    "Properties": {"LaunchTemplateData": {"ImageId": "ami-0123456789abcdef0", "InstanceType": "p5.48xlarge"}},
+}
+
+
+def test_new_recipe_version_is_a_new_ami_for_cloud_nodes() -> None:
+    bumped = copy.deepcopy(RECIPE)
+    bumped["Properties"]["Version"] = "570.2.0"
+    kinds = kinds_of(template(Recipe=RECIPE), template(Recipe=bumped))
+    assert kinds["reboot"] == ["`s`: new AMI: rolling replacement of cloud nodes as they power down"]
+    assert "replace" not in kinds and "data-loss" not in kinds
+
+
+def test_explicit_ami_id_change_is_a_new_ami_and_unrelated_edits_are_not() -> None:
+    other = copy.deepcopy(NODE_LT)
+    other["Properties"]["LaunchTemplateData"]["ImageId"] = "ami-0fedcba9876543210"
+    kinds = kinds_of(template(Lt=NODE_LT), template(Lt=other))
+    assert any("new AMI: rolling replacement of cloud nodes as they power down" in t for t in kinds["reboot"])
+    resized = copy.deepcopy(NODE_LT)
+    resized["Properties"]["LaunchTemplateData"]["InstanceType"] = "p5e.48xlarge"
+    assert "reboot" not in kinds_of(template(Lt=NODE_LT), template(Lt=resized))

@@ -77,7 +77,8 @@ def test_driver_bump_reboots_the_gpu_nodes(reviewed: Reviewed) -> None:
     ), rows
     assert "gpu-a01, gpu-a02, gpu-a03, gpu-a04, gpu-b01" in md
     assert (
-        "12 cloud nodes get the driver from the AMI (aws.ami_ssm_parameter): publish one with 575.57.08" in md
+        "12 cloud nodes get the driver from the node image (image stack, or aws.ami_id): the pin change"
+        " builds a new AMI with 575.57.08" in md
     )
     assert exit_status(result, ["data-loss", "replace", "security"]) == 0
 

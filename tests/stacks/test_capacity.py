@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match
 
 from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.model.aws import CapacityGroup
+from gpucluster.names import image_ami_parameter
 from gpucluster.render import render
 from tests.stacks.conftest import Synth
 
@@ -129,7 +130,7 @@ def test_ami_is_an_ssm_parameter_resolved_at_deploy_time(synth: Synth) -> None:
     assert synth.cluster.aws is not None
     params = synth.templates["Capacity"]["Parameters"]
     ami = [p for p in params.values() if p["Type"] == "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>"]
-    assert [p["Default"] for p in ami] == [synth.cluster.aws.ami_ssm_parameter]
+    assert [p["Default"] for p in ami] == [image_ami_parameter(synth.cluster.name)]
 
 
 def test_user_data_is_the_rendered_cloud_init(synth: Synth) -> None:

@@ -118,7 +118,7 @@ def test_checkov_global_skips_only_cover_cdks_own_lambda(synth_file: Callable[[s
 def test_full_synth_with_cloudformation_validation(tmp_path: Path) -> None:
     cluster = load(ROOT / "clusters" / "example.yaml").cluster
     synth = synthesize(cluster, tmp_path, source="clusters/example.yaml", validate=True)
-    assert set(synth.templates) == {"Network", "Checkpoints", "Alerts", "Capacity"}
+    assert set(synth.templates) == {"Network", "Checkpoints", "Alerts", "Image", "Capacity"}
 
 
 def test_cdk_cli_synth_offline_without_credentials(tmp_path: Path) -> None:

@@ -9,7 +9,15 @@ import pytest
 
 from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.efa_layout import standard_layout
-from stacks.nag import checkpoint_bucket, efa_layout, efa_security_group, imdsv2, no_public_ip, placement
+from stacks.nag import (
+    checkpoint_bucket,
+    efa_layout,
+    efa_security_group,
+    image_builder_imdsv2,
+    imdsv2,
+    no_public_ip,
+    placement,
+)
 from stacks.nag.plugin import RULES, findings
 from stacks.nag.template import Rule, Template
 from stacks.parts.efa_security_group import NO_TRAFFIC
@@ -77,6 +85,14 @@ def compliant() -> dict[str, Any]:
                 "Type": "AWS::EC2::Instance",
                 "Properties": {"LaunchTemplate": {"LaunchTemplateId": {"Ref": "Lt"}, "Version": "1"}},
             },
+            "Build": {
+                "Type": "AWS::ImageBuilder::InfrastructureConfiguration",
+                "Properties": {
+                    "Name": "build",
+                    "InstanceProfileName": "profile",
+                    "InstanceMetadataOptions": {"HttpTokens": "required"},
+                },
+            },
             "Bucket": {
                 "Type": "AWS::S3::Bucket",
                 "DeletionPolicy": "Retain",
@@ -123,7 +139,7 @@ def test_compliant_template_passes_every_rule() -> None:
 
 def test_every_rule_has_an_id_description_and_fix() -> None:
     ids = [rule.id for rule in RULES]
-    assert len(set(ids)) == len(ids) == 6
+    assert len(set(ids)) == len(ids) == 7
     assert all(rule.id.startswith("GpuCluster-") and rule.description and rule.fix for rule in RULES)
 
 
@@ -292,3 +308,20 @@ def test_bucket_must_deny_plain_http() -> None:
     assert _messages(checkpoint_bucket.RULE, doc) == [
         "Bucket: no bucket policy denies requests without TLS (aws:SecureTransport false)"
     ]
+
+
+# --- GpuCluster-ImageBuilderImdsv2 -------------------------------------------------------------
+
+
+def test_image_build_instance_requires_imdsv2_tokens() -> None:
+    doc = compliant()
+    _props(doc, "Build")["InstanceMetadataOptions"] = {"HttpTokens": "optional"}
+    assert _messages(image_builder_imdsv2.RULE, doc) == [
+        "Build: InstanceMetadataOptions.HttpTokens is not 'required'"
+    ]
+
+
+def test_image_build_instance_without_metadata_options_is_flagged() -> None:
+    doc = compliant()
+    del _props(doc, "Build")["InstanceMetadataOptions"]
+    assert _messages(image_builder_imdsv2.RULE, doc)

@@ -89,6 +89,10 @@ held:
   description: package names held against upgrades (dpkg selection hold).
   type: list
   returned: when packages is true
+versions:
+  description: installed package name to its full version (dpkg Version, or rpm VERSION-RELEASE).
+  type: dict
+  returned: when packages is true
 """
 
 
@@ -179,15 +183,16 @@ def _properties(block: str) -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
-def _packages() -> tuple[list[str], list[str]]:
+def _packages() -> tuple[list[str], list[str], dict[str, str]]:
     if shutil.which("dpkg-query"):
-        _, out = _run(["dpkg-query", "--show", "--showformat=${db:Status-Abbrev} ${Package}\\n"])
-        rows = [line.split() for line in out.splitlines() if len(line.split()) == 2]
-        installed = [name for status, name in rows if status[1:2] == "i"]
-        held = [name for status, name in rows if status.startswith("h")]
-        return installed, held
-    _, out = _run(["rpm", "-qa", "--queryformat", "%{NAME}\\n"])
-    return sorted(set(out.split())), []
+        _, out = _run(["dpkg-query", "--show", "--showformat=${db:Status-Abbrev} ${Package} ${Version}\\n"])
+        rows = [line.split() for line in out.splitlines() if len(line.split()) == 3]
+        installed = [name for status, name, _ in rows if status[1:2] == "i"]
+        held = [name for status, name, _ in rows if status.startswith("h")]
+        return installed, held, {name: version for status, name, version in rows if status[1:2] == "i"}
+    _, out = _run(["rpm", "-qa", "--queryformat", "%{NAME} %{VERSION}-%{RELEASE}\\n"])
+    versions = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    return sorted(versions), [], versions
 
 
 def read_state(params: dict[str, Any]) -> dict[str, Any]:
@@ -212,7 +217,7 @@ def read_state(params: dict[str, Any]) -> dict[str, Any]:
         with contextlib.suppress(KeyError):
             result["groups"][name] = {"gid": grp.getgrnam(name).gr_gid}
     if params.get("packages"):
-        result["installed"], result["held"] = _packages()
+        result["installed"], result["held"], result["versions"] = _packages()
     return result
 
 

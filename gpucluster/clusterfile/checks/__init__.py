@@ -31,6 +31,8 @@ RULES: tuple[Rule, ...] = (
     checks_aws.head_node_inside_vpc,
     checks_aws.onprem_cidrs_do_not_overlap_vpc,
     checks_aws.spot_has_checkpoint_bucket,
+    checks_aws.one_image_source,
+    checks_aws.image_fits_root_volumes,
     checks_cluster.node_group_names_unique,
     checks_cluster.host_names_unique,
     checks_cluster.host_addresses_unique,

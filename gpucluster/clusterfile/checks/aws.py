@@ -208,3 +208,27 @@ def spot_has_checkpoint_bucket(cluster: Cluster) -> Iterator[Finding]:
                 "declare aws.checkpoint so jobs can checkpoint within the 2-minute notice",
                 level="warning",
             )
+
+
+def one_image_source(cluster: Cluster) -> Iterator[Finding]:
+    """Cloud nodes launch either the image the image stack builds or an explicit AMI, not both."""
+    if cluster.aws and cluster.aws.image is not None and cluster.aws.ami_id is not None:
+        yield Finding(
+            ("aws", "ami_id"),
+            "aws.ami_id and aws.image are mutually exclusive",
+            "remove aws.image to launch this AMI, or remove aws.ami_id to build the node image",
+        )
+
+
+def image_fits_root_volumes(cluster: Cluster) -> Iterator[Finding]:
+    """A launch template's root volume cannot be smaller than the image's snapshot."""
+    if not cluster.aws or not cluster.aws.builds_image:
+        return
+    image_gib = cluster.aws.node_image.root_volume_gib
+    smallest = min((g.root_volume_gib for g in cluster.aws.capacity), default=image_gib)
+    if image_gib > smallest:
+        yield Finding(
+            ("aws", "image", "root_volume_gib"),
+            f"{image_gib} GiB is larger than a capacity group's root volume ({smallest} GiB)",
+            f"lower it to at most {smallest} or raise that group's root_volume_gib",
+        )

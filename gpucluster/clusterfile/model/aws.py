@@ -91,6 +91,40 @@ class HeadNode(Strict):
     address: IPv4Address  # fixed private address inside aws.vpc_cidr
 
 
+UbuntuRelease = Literal["ubuntu-22.04", "ubuntu-24.04"]
+AmiId = Annotated[str, StringConstraints(pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$")]
+# Canonical's public SSM parameters of its official Ubuntu Server AMIs (amd64, EBS):
+# https://documentation.ubuntu.com/aws/aws-how-to/instances/find-ubuntu-images/
+CANONICAL_AMI_PARAMETERS: dict[str, str] = {
+    "ubuntu-22.04": "/aws/service/canonical/ubuntu/server/22.04/stable/current/amd64/hvm/ebs-gp2/ami-id",
+    "ubuntu-24.04": "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id",
+}
+
+
+class NodeImage(Strict):
+    """The cloud node image: EC2 Image Builder runs the node playbook on an official Ubuntu base."""
+
+    base: UbuntuRelease = Field(default="ubuntu-22.04", description="Ubuntu release the image starts from.")
+    parent_ssm_parameter: Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9_.\-/]{1,1000}$")] | None = (
+        Field(
+            default=None,
+            description="SSM parameter naming the parent AMI; default: Canonical's for `base`.",
+        )
+    )
+    build_instance_type: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")] = Field(
+        default="m7i.2xlarge",
+        description="Instance type that builds the image (no GPU needed: drivers build with DKMS).",
+    )
+    root_volume_gib: Annotated[int, Field(ge=30, le=1024)] = Field(
+        default=100, description="Root volume of the build instance and of the image, in GiB."
+    )
+
+    @property
+    def parent_parameter(self) -> str:
+        """The SSM parameter Image Builder resolves to the parent AMI at build time."""
+        return self.parent_ssm_parameter or CANONICAL_AMI_PARAMETERS[self.base]
+
+
 class Aws(Strict):
     """Cloud capacity in one region and availability zone."""
 
@@ -101,8 +135,13 @@ class Aws(Strict):
     onprem_cidrs: list[IPv4Network] = Field(default_factory=list)
     egress: bool = False  # NAT gateway for package installs; off keeps GPU subnets closed
     vpn: Vpn | None = None
-    ami_ssm_parameter: str = (
-        "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+    image: NodeImage | None = Field(
+        default=None,
+        description="How the node image is built (the default when ami_id is not given).",
+    )
+    ami_id: AmiId | None = Field(
+        default=None,
+        description="Launch this AMI instead of building one; excludes `image`.",
     )
     head_node: HeadNode | None = None
     capacity: list[CapacityGroup] = Field(default_factory=list)
@@ -111,3 +150,13 @@ class Aws(Strict):
     interruption_emails: list[Annotated[str, StringConstraints(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = (
         Field(default_factory=list)
     )
+
+    @property
+    def builds_image(self) -> bool:
+        """Whether the image stack builds the node image (no explicit `ami_id`)."""
+        return self.ami_id is None
+
+    @property
+    def node_image(self) -> NodeImage:
+        """The image recipe settings: as written, or the defaults."""
+        return self.image or NodeImage()

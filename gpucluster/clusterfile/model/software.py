@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from gpucluster.clusterfile.model.common import HostName, Name, Strict, VersionPin
 
 DriverBranch = Annotated[str, StringConstraints(pattern=r"^[0-9]{3}$")]
+Url = Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$")]
 
 
 class Versions(Strict):
@@ -56,6 +57,25 @@ class Partition(Strict):
     ] = "INFINITE"
 
 
+class SlurmPackages(Strict):
+    """Where the Slurm packages come from; the roles refuse a source that does not offer the pin."""
+
+    # distribution: the OS's own packages (Debian 12: 22.05.8). site-repository: packages built with
+    # SchedMD's own packaging from the release tarball (README: "Slurm packages at the pin").
+    source: Literal["distribution", "site-repository"] = "distribution"
+    repository: Url | None = None  # apt: a flat repository (deb822 suite "/"); dnf: the baseurl
+    signing_key: Url | None = None  # the repository's public key (apt Signed-By, dnf gpgkey)
+
+    @model_validator(mode="after")
+    def _site_repository_named(self) -> SlurmPackages:
+        if self.source == "site-repository" and not (self.repository and self.signing_key):
+            raise ValueError(
+                "source site-repository needs `repository` and `signing_key` (URLs of your Slurm package"
+                " repository and its key); or use source: distribution"
+            )
+        return self
+
+
 class Slurm(Strict):
     """Where the controller runs, the partitions and the scheduling plugins."""
 
@@ -63,5 +83,6 @@ class Slurm(Strict):
     accounting: Accounting = Accounting()
     partitions: Annotated[list[Partition], Field(min_length=1)]
     plugins: SchedulingPlugins = SchedulingPlugins()
+    packages: SlurmPackages = SlurmPackages()
     slurmctld_port: Annotated[int, Field(ge=1024, le=65535)] = 6817
     slurmd_port: Annotated[int, Field(ge=1024, le=65535)] = 6818
