@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import pytest
 import yaml
 
 from gpucluster.ansible_vars import inventory
@@ -130,3 +132,139 @@ def test_acceptance_settings_default_to_the_profile_defaults(example: Cluster) -
     host = _host(example, "gpu-a01")
     assert (host["gpucluster_accept_dcgm_level"], host["gpucluster_accept_nccl_test_size"]) == (2, "1G")
     assert host["slurm_node_gpu_devices"] == [f"/dev/nvidia{n}" for n in range(8)]
+
+
+def test_the_rdma_stack_reaches_the_driver_role() -> None:
+    host = _host(_cluster(profiles={"dgx-h100": {"hcas": {"count": 8, "stack": "doca-ofed"}}}), "gpu-a01")
+    assert host["gpu_nvidia_driver_rdma_stack"] == "doca-ofed"
+
+
+# The driver role's own expressions (defaults and vars), rendered by Ansible's templar with a node's facts.
+_DRIVER = ROOT / "ansible" / "roles" / "gpu_nvidia_driver"
+_FACTS = {
+    "ansible_distribution": "Debian",
+    "ansible_os_family": "Debian",
+    "ansible_distribution_major_version": "12",
+    "ansible_distribution_version": "12.11",
+    "ansible_distribution_release": "bookworm",
+    "ansible_architecture": "x86_64",
+    "ansible_kernel": "6.1.0-37-amd64",
+    "gpu_nvidia_driver_install_mode": "full",
+    "gpu_nvidia_driver_peermem": True,
+}
+
+
+def _trusted(value: Any) -> Any:
+    from ansible.template import trust_as_template
+
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [_trusted(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _trusted(item) for key, item in value.items()}
+    return value
+
+
+def _driver(expression: str, **overrides: Any) -> Any:
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    loader = DataLoader()
+    role = {
+        **loader.load_from_file(str(_DRIVER / "defaults/main.yml")),
+        **loader.load_from_file(str(_DRIVER / "vars/main.yml")),
+    }
+    variables = {**_trusted(role), **_FACTS, **overrides}
+    return Templar(loader=loader, variables=variables).template(trust_as_template("{{ " + expression + " }}"))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({}, "dmabuf"),  # rdma-core, open modules of 570, kernel 6.1
+        ({"ansible_kernel": "5.4.0-150-generic"}, "unavailable"),  # DMA-BUF needs kernel >= 5.12
+        (
+            {"gpu_nvidia_driver_kernel_modules": "proprietary"},
+            "unavailable",
+        ),  # DMA-BUF needs the open modules
+        (
+            {"gpu_nvidia_driver_rdma_stack": "doca-ofed", "__gpu_nvidia_driver_peermem_module": {"rc": 0}},
+            "peermem",
+        ),
+        # DOCA-OFED, but no nvidia-peermem built for the running kernel: DMA-BUF where it works.
+        (
+            {"gpu_nvidia_driver_rdma_stack": "doca-ofed", "__gpu_nvidia_driver_peermem_module": {"rc": 1}},
+            "dmabuf",
+        ),
+        ({"gpu_nvidia_driver_peermem": False}, "none"),
+        ({"gpu_nvidia_driver_install_mode": "userspace"}, "none"),
+    ],
+)
+def test_gpudirect_rdma_uses_peermem_only_where_it_loads_else_dmabuf(
+    overrides: dict[str, Any], expected: str
+) -> None:
+    assert _driver("__gpu_nvidia_driver_gpudirect", **overrides) == expected
+
+
+def test_both_naming_shapes_ask_for_the_open_driver_and_fabric_manager() -> None:
+    debian = _driver("__gpu_nvidia_driver_apt_packages", gpu_nvidia_driver_nvswitch=True)
+    ubuntu = _driver(
+        "__gpu_nvidia_driver_apt_packages",
+        gpu_nvidia_driver_nvswitch=True,
+        gpu_nvidia_driver_apt_naming="ubuntu",
+    )
+    assert debian[:2] == ["nvidia-driver", "nvidia-kernel-open-dkms"] and "nvidia-fabricmanager-570" in debian
+    assert ubuntu == ["nvidia-open-570", "nvidia-fabricmanager-570"]
+
+
+def test_the_branch_pattern_holds_the_branch_and_nothing_of_the_rest_of_the_stack() -> None:
+    debian = re.compile(_driver("__gpu_nvidia_driver_branch_regex"))
+    ubuntu = re.compile(_driver("__gpu_nvidia_driver_branch_regex", gpu_nvidia_driver_apt_naming="ubuntu"))
+    for name in (
+        "nvidia-driver",
+        "libcuda1",
+        "nvidia-kernel-open-dkms",
+        "firmware-nvidia-gsp",
+        "cuda-drivers-570",
+    ):
+        assert debian.match(name), name
+    for name in (
+        "nvidia-open-570",
+        "nvidia-driver-570-open",
+        "libnvidia-compute-570",
+        "nvidia-fabricmanager-570",
+    ):
+        assert ubuntu.match(name), name
+    for name in ("cuda-toolkit-12-8", "libnccl2", "datacenter-gpu-manager", "linux-image-amd64"):
+        assert not debian.match(name) and not ubuntu.match(name), name
+    assert not ubuntu.match("nvidia-driver-575-open")
+
+
+def test_debian_userspace_without_a_mirror_keeps_debian_tools_and_says_so() -> None:
+    assert _driver("gpu_nvidia_driver_source", gpu_nvidia_driver_install_mode="userspace") == "debian"
+    assert (
+        _driver(
+            "gpu_nvidia_driver_source",
+            gpu_nvidia_driver_install_mode="userspace",
+            gpu_nvidia_driver_package_mirror="http://mirror.internal/cuda",
+        )
+        == "nvidia"
+    )
+    assert _driver("gpu_nvidia_driver_source") == "nvidia"  # full mode: always the pin
+    assert (
+        _driver("gpu_nvidia_driver_repo_url")
+        == "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+    )
+
+
+def test_the_running_kernel_is_held_with_the_driver() -> None:
+    kernel = re.compile(_driver("__gpu_nvidia_driver_kernel_regex"))
+    for name in (
+        "linux-image-6.1.0-37-amd64",
+        "linux-headers-6.1.0-37-amd64",
+        "linux-image-amd64",
+        "linux-generic",
+    ):
+        assert kernel.match(name), name
+    assert not kernel.match("linux-image-6.1.0-38-amd64") and not kernel.match("linux-libc-dev")

@@ -1,0 +1,282 @@
+"""A local apt repository that mimics NVIDIA's CUDA repositories, built at test time with dpkg-deb.
+
+Empty packages with NVIDIA's names and dependency shape, at a pinned and a newer release, in NVIDIA's
+layout (`<distro>/<arch>/`, flat, signed InRelease, key `3bf863cc.pub` next to it):
+
+- `debian12/x86_64/`: the Debian-style names of NVIDIA's debian12 repository (nvidia-driver, libcuda1,
+  nvidia-kernel-open-dkms, cuda-drivers, ...), the branch only in the version;
+- `ubuntu2404/x86_64/`: the branch-suffixed names of its ubuntu repositories (nvidia-open-570,
+  nvidia-driver-570-open, libnvidia-compute-570, ...).
+
+Both trees also carry CUDA, NCCL, DCGM and the DCGM exporter, and a kernel image and headers package for
+the running kernel (nodes share the host's), each at two versions. Meta packages depend with `>=` where
+NVIDIA's do, so a role that pins only the meta package gets the newer dependencies; nothing depends on
+dkms (no module is built here). Daemons are placeholders: a unit that starts a process which only listens
+where the real daemon would (DCGM's port 5555, the exporter's), so a role can start and wait for them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BRANCH = "570"
+PINNED = "570.172.08"
+NEWER = "570.195.03"
+CUDA = ("12.8.0", "12.8.1")
+NVCC = ("12.8.61", "12.8.93")
+NCCL = ("2.26.2-1+cuda12.8", "2.27.3-1+cuda12.8")
+DCGM = ("1:3.3.9", "1:3.3.10")
+EXPORTER = ("3.3.9-3.6.1-1", "3.3.10-3.6.2-1")
+KERNEL_REVISIONS = ("1", "2")
+TREES = {"debian": "debian12/x86_64", "ubuntu": "ubuntu2404/x86_64"}
+
+_SLEEPER = "#!/bin/sh\n# gpucluster mimic: a placeholder that only stays up.\nexec sleep infinity\n"
+_LISTENER = """#!/bin/sh
+# gpucluster mimic: a placeholder that only listens where the real daemon would.
+port={port}
+while [ $# -gt 0 ]; do case "$1" in --address) port=${{2##*:}}; shift;; esac; shift; done
+exec python3 -m http.server --bind 127.0.0.1 "$port"
+"""
+
+
+@dataclass(frozen=True)
+class Deb:
+    """One empty package: name, version, Depends line, placeholder files (path to text; bin/ ones 0755)."""
+
+    name: str
+    version: str
+    depends: str = ""
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def _unit(name: str, binary: str) -> dict[str, str]:
+    unit = (
+        f"[Unit]\nDescription=gpucluster mimic of {name} (placeholder)\n\n"
+        f"[Service]\nExecStart={binary}\n\n[Install]\nWantedBy=multi-user.target\n"
+    )
+    return {f"lib/systemd/system/{name}.service": unit}
+
+
+def _fabricmanager(version: str) -> list[Deb]:
+    files = {
+        "usr/bin/nv-fabricmanager": _SLEEPER,
+        **_unit("nvidia-fabricmanager", "/usr/bin/nv-fabricmanager"),
+    }
+    return [
+        Deb(f"nvidia-fabricmanager-{BRANCH}", f"{version}-1", files=files),
+        Deb(
+            f"cuda-drivers-fabricmanager-{BRANCH}",
+            f"{version}-1",
+            f"nvidia-fabricmanager-{BRANCH} (= {version}-1)",
+        ),
+    ]
+
+
+def debian_driver(version: str) -> list[Deb]:
+    """NVIDIA's debian12 shape: Debian's names, (=) dependencies inside the driver, cuda-drivers (>=)."""
+    v = f"{version}-1"
+    persistenced = {
+        "usr/bin/nvidia-persistenced": _SLEEPER,
+        **_unit("nvidia-persistenced", "/usr/bin/nvidia-persistenced"),
+    }
+    return [
+        Deb(
+            "nvidia-driver",
+            v,
+            f"nvidia-driver-libs (= {v}), nvidia-driver-bin (= {v}), "
+            f"nvidia-kernel-open-dkms (= {v}) | nvidia-kernel-dkms (= {v}), nvidia-kernel-support (= {v})",
+        ),
+        Deb(
+            "nvidia-driver-libs",
+            v,
+            f"libcuda1 (= {v}), libnvidia-ml1 (= {v}), libnvidia-ptxjitcompiler1 (= {v})",
+        ),
+        Deb("nvidia-driver-bin", v),
+        Deb("nvidia-kernel-open-dkms", v, f"nvidia-kernel-support (= {v}), firmware-nvidia-gsp (= {v})"),
+        Deb("nvidia-kernel-dkms", v, f"nvidia-kernel-support (= {v}), firmware-nvidia-gsp (= {v})"),
+        Deb("nvidia-kernel-support", v),
+        Deb("firmware-nvidia-gsp", v),
+        Deb("libcuda1", v),
+        Deb("libnvidia-ml1", v),
+        Deb("libnvidia-ptxjitcompiler1", v),
+        Deb("libnvidia-cfg1", v),
+        Deb("nvidia-smi", v, f"libnvidia-ml1 (= {v})"),
+        Deb("nvidia-persistenced", v, f"libnvidia-cfg1 (= {v})", persistenced),
+        Deb(
+            "cuda-drivers",
+            v,
+            f"nvidia-driver (>= {version}), nvidia-smi (>= {version}), libcuda1 (>= {version})",
+        ),
+        Deb(f"cuda-drivers-{BRANCH}", v, f"cuda-drivers (= {v})"),
+        *_fabricmanager(version),
+    ]
+
+
+def ubuntu_driver(version: str) -> list[Deb]:
+    """NVIDIA's ubuntu shape: branch-suffixed names; the meta packages depend with >=."""
+    v, b = f"{version}-1", BRANCH
+    persistenced = {
+        "usr/bin/nvidia-persistenced": _SLEEPER,
+        **_unit("nvidia-persistenced", "/usr/bin/nvidia-persistenced"),
+    }
+    driver_deps = (
+        f"libnvidia-compute-{b} (= {v}), nvidia-utils-{b} (= {v}), nvidia-compute-utils-{b} (= {v}), "
+        f"nvidia-kernel-common-{b} (= {v})"
+    )
+    return [
+        Deb(f"nvidia-open-{b}", v, f"nvidia-driver-{b}-open (>= {version})"),
+        Deb(
+            f"cuda-drivers-{b}",
+            v,
+            f"nvidia-driver-{b} (>= {version}) | nvidia-driver-{b}-open (>= {version})",
+        ),
+        Deb(f"nvidia-driver-{b}-open", v, f"{driver_deps}, nvidia-dkms-{b}-open (= {v})"),
+        Deb(f"nvidia-driver-{b}", v, f"{driver_deps}, nvidia-dkms-{b} (= {v})"),
+        Deb(
+            f"nvidia-dkms-{b}-open",
+            v,
+            f"nvidia-kernel-source-{b}-open (= {v}), nvidia-kernel-common-{b} (= {v})",
+        ),
+        Deb(f"nvidia-dkms-{b}", v, f"nvidia-kernel-common-{b} (= {v})"),
+        Deb(f"nvidia-kernel-source-{b}-open", v),
+        Deb(f"nvidia-kernel-common-{b}", v),
+        Deb(f"libnvidia-compute-{b}", v),
+        Deb(f"nvidia-utils-{b}", v, f"libnvidia-compute-{b} (= {v})"),
+        Deb(f"nvidia-compute-utils-{b}", v, f"libnvidia-compute-{b} (= {v})", persistenced),
+        *_fabricmanager(version),
+    ]
+
+
+def stack(kernel: str) -> list[Deb]:
+    """CUDA, NCCL, DCGM, the exporter and the running kernel's packages, each at a pinned and a newer one."""
+    debs: list[Deb] = []
+    for cuda, nvcc in zip(CUDA, NVCC, strict=True):
+        debs += [
+            Deb(
+                "cuda-toolkit-12-8",
+                f"{cuda}-1",
+                f"cuda-nvcc-12-8 (>= {NVCC[0]}), cuda-toolkit-12-8-config-common",
+            ),
+            Deb("cuda-nvcc-12-8", f"{nvcc}-1"),
+            Deb("cuda-toolkit-12-8-config-common", f"{cuda}-1"),
+        ]
+    for nccl in NCCL:
+        debs += [Deb("libnccl2", nccl), Deb("libnccl-dev", nccl, f"libnccl2 (= {nccl})")]
+    for dcgm, exporter in zip(DCGM, EXPORTER, strict=True):
+        engine = {
+            "usr/bin/nv-hostengine": _LISTENER.format(port=5555),
+            **_unit("nvidia-dcgm", "/usr/bin/nv-hostengine"),
+        }
+        debs += [
+            Deb("datacenter-gpu-manager", dcgm, files=engine),
+            Deb(
+                "datacenter-gpu-manager-exporter",
+                exporter,
+                f"datacenter-gpu-manager (>= {DCGM[0]})",
+                {"usr/bin/dcgm-exporter": _LISTENER.format(port=9400)},
+            ),
+        ]
+    for revision in KERNEL_REVISIONS:
+        debs += [Deb(f"linux-image-{kernel}", revision), Deb(f"linux-headers-{kernel}", revision)]
+    return debs
+
+
+def _build_deb(deb: Deb, out: Path, work: Path) -> None:
+    root = work / f"{deb.name}_{deb.version.replace(':', '%3a')}"
+    (root / "DEBIAN").mkdir(parents=True)
+    control = [
+        f"Package: {deb.name}",
+        f"Version: {deb.version}",
+        "Architecture: amd64",
+        "Maintainer: gpucluster test rack <rack@gpucluster.invalid>",
+        "Priority: optional",
+        "Section: misc",
+        "Description: gpucluster mimic of NVIDIA's package (empty)",
+    ]
+    if deb.depends:
+        control.insert(3, f"Depends: {deb.depends}")
+    (root / "DEBIAN" / "control").write_text("\n".join(control) + "\n")
+    for path, text in deb.files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(0o755 if "/bin/" in f"/{path}" else 0o644)
+    name = f"{deb.name}_{deb.version.split(':')[-1]}_amd64.deb"
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "-Zgzip", "-z1", "--build", str(root), str(out / name)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def _release(tree: Path) -> str:
+    lines = [
+        "Origin: gpucluster mimic of NVIDIA",
+        "Label: gpucluster mimic of NVIDIA",
+        "Architectures: amd64",
+        f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S +0000', time.gmtime())}",
+        "SHA256:",
+    ]
+    for name in ("Packages", "Packages.gz"):
+        data = (tree / name).read_bytes()
+        lines.append(f" {hashlib.sha256(data).hexdigest()} {len(data)} {name}")
+    return "\n".join(lines) + "\n"
+
+
+def _gpg(home: Path, *args: str) -> None:
+    subprocess.run(
+        ["gpg", "--homedir", str(home), "--batch", "--quiet", *args], check=True, capture_output=True
+    )
+
+
+def build(root: Path, kernel: str) -> dict[str, Path]:
+    """Build both trees under root (emptied first); returns naming shape -> tree directory."""
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    home = Path(tempfile.mkdtemp(prefix="gpucluster-mimic-gpg-"))
+    os.chmod(home, 0o700)
+    try:
+        _gpg(
+            home,
+            "--passphrase",
+            "",
+            "--pinentry-mode",
+            "loopback",
+            "--quick-gen-key",
+            "gpucluster mimic <mimic@gpucluster.invalid>",
+            "ed25519",
+            "sign",
+            "never",
+        )
+        trees = {}
+        for shape, relative in TREES.items():
+            tree = root / relative
+            tree.mkdir(parents=True)
+            driver = debian_driver if shape == "debian" else ubuntu_driver
+            with tempfile.TemporaryDirectory() as work:
+                for deb in [*driver(PINNED), *driver(NEWER), *stack(kernel)]:
+                    _build_deb(deb, tree, Path(work))
+            index = subprocess.run(
+                ["dpkg-scanpackages", "--multiversion", "."], cwd=tree, check=True, capture_output=True
+            ).stdout
+            (tree / "Packages").write_bytes(index)
+            (tree / "Packages.gz").write_bytes(gzip.compress(index))
+            (tree / "Release").write_text(_release(tree))
+            _gpg(home, "--yes", "--clearsign", "--output", str(tree / "InRelease"), str(tree / "Release"))
+            _gpg(home, "--yes", "--armor", "--output", str(tree / "3bf863cc.pub"), "--export")
+            trees[shape] = tree
+        return trees
+    finally:
+        # gpg started an agent for this home: stop it (only this one) before removing the home.
+        subprocess.run(
+            ["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False, capture_output=True
+        )
+        shutil.rmtree(home, ignore_errors=True)

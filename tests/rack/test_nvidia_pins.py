@@ -1,0 +1,259 @@
+"""Pins are promises: the NVIDIA stack installed at exactly the pinned versions and held, on a test rack.
+
+Rack "p" (ctl + n1 + n2) converges `install_mode: full` against a repository that mimics NVIDIA's CUDA
+repositories (tests/rack/nvidia_mimic.py: empty packages with NVIDIA's names and dependency shape, each at
+the pinned and a newer release), built at test time and served inside the rack network. n1 runs the
+Debian-style names of NVIDIA's debian12 repository, n2 the branch-suffixed names of its ubuntu repositories
+(gpu_nvidia_driver_apt_naming in host_vars), so both hold logics run on Debian nodes. Reboots are deferred
+(gpu_nvidia_driver_reboot: false): nspawn nodes share the host kernel and must not reboot.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import yaml
+
+from tests.rack import nvidia_mimic as mimic
+from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
+from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
+from tests.rack.rack import Rack, down
+
+RACK = "p"
+PORT = 8570
+MIRROR = f"http://{BRIDGE_ADDRESS}:{PORT}"
+MISSING_PIN = "570.999.99"
+NODES = ("n1", "n2")
+KERNEL = subprocess.run(["uname", "-r"], capture_output=True, text=True, check=True).stdout.strip()
+
+DEBIAN_DRIVER = {deb.name for deb in mimic.debian_driver(mimic.PINNED)} - {
+    "nvidia-kernel-dkms",  # the proprietary flavour: open modules are asked for
+    "cuda-drivers",
+    f"cuda-drivers-{mimic.BRANCH}",
+    f"cuda-drivers-fabricmanager-{mimic.BRANCH}",
+}
+UBUNTU_DRIVER = {deb.name for deb in mimic.ubuntu_driver(mimic.PINNED)} - {
+    f"cuda-drivers-{mimic.BRANCH}",
+    f"nvidia-driver-{mimic.BRANCH}",
+    f"nvidia-dkms-{mimic.BRANCH}",
+    f"cuda-drivers-fabricmanager-{mimic.BRANCH}",
+}
+DRIVER = {"n1": DEBIAN_DRIVER, "n2": UBUNTU_DRIVER}
+STACK = {
+    "cuda-toolkit-12-8": f"{mimic.CUDA[0]}-1",
+    "cuda-toolkit-12-8-config-common": f"{mimic.CUDA[0]}-1",
+    # NVIDIA's toolkit depends on its components with >=: they come at the newest build, then stay.
+    "cuda-nvcc-12-8": f"{mimic.NVCC[1]}-1",
+    "libnccl2": mimic.NCCL[0],
+    "libnccl-dev": mimic.NCCL[0],
+    "datacenter-gpu-manager": mimic.DCGM[0],
+    "datacenter-gpu-manager-exporter": mimic.EXPORTER[0],
+    f"linux-image-{KERNEL}": mimic.KERNEL_REVISIONS[0],
+    f"linux-headers-{KERNEL}": mimic.KERNEL_REVISIONS[0],
+}
+
+
+@dataclass
+class Pinned:
+    """The rack, the refused converge and what it left, two converges, PID 1's start time per node."""
+
+    rack: Rack
+    refused: Playbook
+    after_refusal: dict[str, list[str]]
+    first: Playbook
+    second: Playbook
+    boot_before: dict[str, str]
+
+
+def _run(rack: Rack, *extra: str) -> Playbook:
+    control = rack.state / "ssh-control"
+    control.mkdir(exist_ok=True)
+    return converge(rack, *extra, env={"ANSIBLE_SSH_CONTROL_PATH_DIR": str(control)})
+
+
+def _sh(rack: Rack, node: str, command: str) -> str:
+    return rack.ssh(node, command, check=False)
+
+
+def _write_cluster_file(rack: Rack, driver: str) -> None:
+    cluster = yaml.safe_load(rack.cluster_file.read_text())
+    cluster["versions"].update(
+        nvidia_driver_branch=mimic.BRANCH,
+        nvidia_driver=driver,
+        cuda=mimic.CUDA[0],
+        nccl="2.26.2-1",
+        dcgm="3.3.9",
+    )
+    onprem = cluster["onprem"]
+    onprem["package_mirror"] = MIRROR
+    profile = onprem["profiles"]["testnode"]
+    profile.update(install_mode="full", nvswitch=True)
+    profile["hcas"] = {"count": 8, "fabric": "ib-ndr400", "stack": "rdma-core", "gpudirect_rdma": True}
+    rack.cluster_file.write_text(yaml.safe_dump(cluster, sort_keys=False))
+
+
+def _write_ansible_vars(rack: Rack) -> None:
+    """group_vars/host_vars next to the cluster file (the inventory source): deferred reboots, n2's naming."""
+    (rack.state / "group_vars").mkdir(exist_ok=True)
+    (rack.state / "group_vars" / "all.yml").write_text("gpu_nvidia_driver_reboot: false\n")
+    (rack.state / "host_vars").mkdir(exist_ok=True)
+    (rack.state / "host_vars" / "n2.yml").write_text(
+        yaml.safe_dump(
+            {
+                "gpu_nvidia_driver_apt_naming": "ubuntu",
+                "gpu_nvidia_driver_repo_url": f"{MIRROR}/{mimic.TREES['ubuntu']}/",
+            }
+        )
+    )
+
+
+def _prepare_nodes(rack: Rack) -> None:
+    """What a site's nodes have: a direct route to the mirror, the running kernel's image package."""
+    image = f"{MIRROR}/{mimic.TREES['debian']}/linux-image-{KERNEL}_{mimic.KERNEL_REVISIONS[0]}_amd64.deb"
+    for node in NODES:
+        rack.ssh(
+            node, f"echo 'Acquire::http::Proxy::{BRIDGE_ADDRESS} \"DIRECT\";' > /etc/apt/apt.conf.d/82mimic"
+        )
+        fetch = f"import urllib.request; urllib.request.urlretrieve('{image}', '/tmp/image.deb')"
+        rack.ssh(node, f'python3 -c "{fetch}" && dpkg -i /tmp/image.deb >/dev/null && rm /tmp/image.deb')
+    # unattended-upgrades on n1 only: the role blacklists the stack there and writes nothing on n2.
+    rack.ssh(
+        "n1",
+        "apt-get -q update >/dev/null"
+        " && apt-get -y -q install --no-install-recommends unattended-upgrades >/dev/null",
+    )
+
+
+def _wait_for_mirror(rack: Rack) -> None:
+    probe = f"import urllib.request; urllib.request.urlopen('{MIRROR}/')"
+    rack.ssh(
+        "n1", f'for i in $(seq 50); do python3 -c "{probe}" 2>/dev/null && exit 0; sleep 0.2; done; exit 1'
+    )
+
+
+def _pid1_start(rack: Rack, node: str) -> str:
+    return _sh(rack, node, "cut -d' ' -f22 /proc/1/stat").strip()
+
+
+@pytest.fixture(scope="module")
+def pinned() -> Iterator[Pinned]:
+    """Rack "p" with the mimic served: a refused converge (missing pin), then two converges at the pin."""
+    require_rack_prerequisites()
+    booted = Rack(name=RACK, size=3)
+    server: subprocess.Popen[bytes] | None = None
+    try:
+        booted.up()
+        root = booted.state / "mimic"
+        mimic.build(root, KERNEL)
+        http = ["python3", "-m", "http.server", "--bind", BRIDGE_ADDRESS, "--directory", str(root), str(PORT)]
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", bridge_ns(RACK), *http],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_for_mirror(booted)
+        _prepare_nodes(booted)
+        _write_ansible_vars(booted)
+        boot_before = {node: _pid1_start(booted, node) for node in NODES}
+        _write_cluster_file(booted, MISSING_PIN)
+        refused = _run(booted, "--limit", "slurm_compute", "--tags", "gpu_nvidia_driver")
+        after_refusal = {node: _nvidia_installed(booted, node) for node in NODES}
+        _write_cluster_file(booted, mimic.PINNED)
+        first = _run(booted)
+        second = _run(booted) if first.rc == 0 else first
+        yield Pinned(booted, refused, after_refusal, first, second, boot_before)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=10)
+        down(RACK)
+
+
+def _installed(rack: Rack, node: str) -> dict[str, str]:
+    listing = _sh(rack, node, "dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'")
+    rows = (line.split() for line in listing.splitlines())
+    return {row[1]: row[2] for row in rows if len(row) == 3 and row[0][1] == "i"}
+
+
+def _nvidia_installed(rack: Rack, node: str) -> list[str]:
+    """Installed NVIDIA packages and apt preferences files: what a refused converge must not leave."""
+    pattern = r"(nvidia|libnvidia|libcuda|cuda|libnccl|datacenter)"
+    names = [name for name in _installed(rack, node) if re.match(pattern, name)]
+    return names + _sh(rack, node, "ls /etc/apt/preferences.d/").split()
+
+
+def test_a_pin_the_repository_lacks_is_refused_before_anything_is_installed(pinned: Pinned) -> None:
+    assert pinned.refused.rc != 0
+    output = pinned.refused.output
+    for needed in (MISSING_PIN, f"{mimic.NEWER}-1", "Nothing was installed"):
+        assert needed in output, output[-4000:]
+    assert pinned.after_refusal == {node: [] for node in NODES}
+
+
+def test_first_converge_succeeds(pinned: Pinned) -> None:
+    assert pinned.first.rc == 0, pinned.first.output[-6000:]
+
+
+def test_every_package_is_at_the_pinned_version(pinned: Pinned) -> None:
+    for node in NODES:
+        installed = _installed(pinned.rack, node)
+        driver = {name: version for name, version in installed.items() if name in DRIVER[node]}
+        assert driver == dict.fromkeys(DRIVER[node], f"{mimic.PINNED}-1"), node
+        assert {name: installed.get(name) for name in STACK} == STACK, node
+        # Nothing of the other naming shape, nor the proprietary modules, came along.
+        other = (UBUNTU_DRIVER | DEBIAN_DRIVER) - DRIVER[node] - {f"nvidia-fabricmanager-{mimic.BRANCH}"}
+        assert not other & set(installed), (node, other & set(installed))
+
+
+def test_driver_branch_cuda_nccl_dcgm_and_kernel_are_held(pinned: Pinned) -> None:
+    for node in NODES:
+        held = set(_sh(pinned.rack, node, "apt-mark showhold").split())
+        assert DRIVER[node] | set(STACK) <= held, (node, (DRIVER[node] | set(STACK)) - held)
+
+
+def test_apt_get_upgrade_moves_nothing_although_newer_builds_are_offered(pinned: Pinned) -> None:
+    for node in NODES:
+        offered = _sh(pinned.rack, node, f"apt-cache madison nvidia-fabricmanager-{mimic.BRANCH} libnccl2")
+        assert f"{mimic.NEWER}-1" in offered and mimic.NCCL[1] in offered, offered
+        for command in ("upgrade", "dist-upgrade"):
+            simulated = _sh(pinned.rack, node, f"apt-get -s {command}")
+            assert not re.search(r"^(Inst|Remv) ", simulated, re.M), (node, command, simulated)
+
+
+def test_second_converge_changes_nothing(pinned: Pinned) -> None:
+    assert pinned.second.rc == 0, pinned.second.output[-6000:]
+    changed = {host: counts["changed"] for host, counts in pinned.second.recap().items()}
+    assert changed == {"ctl": 0, "n1": 0, "n2": 0}, pinned.second.output[-6000:]
+
+
+def test_the_reboot_is_deferred_and_reported_not_done(pinned: Pinned) -> None:
+    for node in NODES:
+        assert "reboot" in _sh(pinned.rack, node, "cat /run/gpucluster-reboot-pending"), node
+        assert _pid1_start(pinned.rack, node) == pinned.boot_before[node], node
+    assert "Record that a reboot into the new driver is pending" in pinned.first.output
+
+
+def test_gpudirect_rdma_uses_dmabuf_without_nvidia_peermem(pinned: Pinned) -> None:
+    # rdma-core (no peer-memory API), open modules of branch 570 and the host's kernel (>= 5.12).
+    assert pinned.first.output.count("GPUDirect RDMA: dmabuf") == len(NODES), pinned.first.output[-6000:]
+    for node in NODES:
+        assert "nvidia" not in _sh(pinned.rack, node, "ls /etc/modules-load.d/"), node
+        assert not [m for m in _sh(pinned.rack, node, "ls /sys/module").split() if m.startswith("nvidia")]
+
+
+def test_unattended_upgrades_is_kept_away_where_installed(pinned: Pinned) -> None:
+    config = _sh(pinned.rack, "n1", "apt-config dump Unattended-Upgrade::Package-Blacklist")
+    for pattern in ("nvidia-", "libnvidia-", "cuda-", "libnccl", "datacenter-gpu-manager", "linux-image-"):
+        assert f'"{pattern}"' in config, (pattern, config)
+    assert _sh(pinned.rack, "n2", "ls /etc/apt/apt.conf.d/").count("unattended") == 0
+
+
+def test_services_of_the_pinned_packages_run(pinned: Pinned) -> None:
+    # The mimic's daemons are placeholders: this shows the roles start and enable the packages' units.
+    for node in NODES:
+        for unit in ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "dcgm-exporter"):
+            assert _sh(pinned.rack, node, f"systemctl is-active {unit}").strip() == "active", (node, unit)
