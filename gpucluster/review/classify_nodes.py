@@ -32,6 +32,24 @@ def classify_files(
     return findings
 
 
+def classify_snapshots(base: Snapshot, head: Snapshot, changes: list[FileChange]) -> list[Finding]:
+    """classify_files for a base and a head: Slurm version and controller from the head, hosts from both."""
+    model = head.model if head.exists else base.model
+    slurm, versions = model.get("slurm"), model.get("versions")
+    base_hosts, head_hosts = _hosts(base), _hosts(head)
+    return classify_files(
+        changes,
+        slurm_version=str(versions.get("slurm", "")) if isinstance(versions, dict) else "",
+        controller=str(slurm.get("controller", "")) if isinstance(slurm, dict) else "",
+        slurmd_hosts=base_hosts | head_hosts,
+        new_hosts=frozenset(head_hosts - base_hosts),
+    )
+
+
+def _hosts(snap: Snapshot) -> set[str]:
+    return {host for hosts in snap.hosts.values() for host in hosts}
+
+
 def _membership(change: FileChange) -> list[Finding]:
     """A file that a node group gets for the first time, or that leaves with its group."""
     where = f"`{change.destination}` on {len(change.hosts)} host(s)"

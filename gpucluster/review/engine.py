@@ -10,7 +10,7 @@ from gpucluster.render import DESTINATIONS
 from gpucluster.review import gitrepo
 from gpucluster.review.cfn import StackDiff, diff_stacks
 from gpucluster.review.classify_cloud import classify_stacks
-from gpucluster.review.classify_nodes import classify_files, classify_model
+from gpucluster.review.classify_nodes import classify_model, classify_snapshots
 from gpucluster.review.errors import ReviewError
 from gpucluster.review.findings import Finding, ordered
 from gpucluster.review.nodes import FileChange, diff_files
@@ -83,16 +83,7 @@ def _one(
         raise ReviewError(f"{cluster_file}: no such cluster file in the base or the head; check --cluster")
     stacks = diff_stacks(base_synth.templates, head_synth.templates, node_modules=node_modules)
     changes = diff_files(base_snap, head_snap, dict(DESTINATIONS))
-    model = head_snap.model if head_snap.exists else base_snap.model
-    slurm = model.get("slurm")
-    versions = model.get("versions")
-    findings = classify_stacks(stacks) + classify_files(
-        changes,
-        slurm_version=str(versions.get("slurm", "")) if isinstance(versions, dict) else "",
-        controller=str(slurm.get("controller", "")) if isinstance(slurm, dict) else "",
-        slurmd_hosts=_hosts(base_snap) | _hosts(head_snap),
-        new_hosts=frozenset(_hosts(head_snap) - _hosts(base_snap)),
-    )
+    findings = classify_stacks(stacks) + classify_snapshots(base_snap, head_snap, changes)
     findings += classify_model(base_snap, head_snap)
     findings += _synth_findings(base_synth, head_synth)
     return ClusterReview(
@@ -104,10 +95,6 @@ def _one(
         cost_after_usd=_cost(head_snap),
         synth_errors=[e for e in (head_synth.error,) if e],
     )
-
-
-def _hosts(snap: Snapshot) -> set[str]:
-    return {host for hosts in snap.hosts.values() for host in hosts}
 
 
 def _cost(snap: Snapshot) -> float | None:

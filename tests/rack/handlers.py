@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpucluster.clusterfile import load
 from gpucluster.render import DESTINATIONS
-from gpucluster.render.output import manifest, render_all
-from gpucluster.review.classify_nodes import classify_files
+from gpucluster.review.classify_nodes import classify_snapshots
 from gpucluster.review.findings import Finding
 from gpucluster.review.nodes import diff_files
-from gpucluster.review.snapshot import Snapshot
+from gpucluster.review.snapshot import take
+
+ROOT = Path(__file__).resolve().parents[2]
 
 _BLOCK = re.compile(r"^(RUNNING HANDLER|TASK|PLAY) \[(.*?)\]", re.M)
 _RESULT = re.compile(r"^(changed|ok): \[([^\]\s]+)(?: -> [^\]]+)?\]", re.M)
@@ -30,28 +30,16 @@ def handlers_run(output: str) -> dict[str, set[str]]:
     return {name: hosts for name, hosts in runs.items() if hosts}
 
 
-def _snapshot(path: Path, text: str) -> Snapshot:
-    path.write_text(text)
-    cluster = load(path).cluster
-    files = render_all(cluster, str(path))
-    hosts = {name: group["hosts"] for name, group in manifest(cluster, files)["groups"].items()}
-    return Snapshot(True, cluster.model_dump(mode="json"), files, hosts, None)  # type: ignore[arg-type]
-
-
 def predicted(cluster_file: Path, base_text: str, head_text: str) -> list[Finding]:
-    """The node-file findings `gpucluster review` reports for a change of the cluster file's text."""
+    """The node-file findings `gpucluster review` reports for a change of the cluster file's text.
+
+    Each side is taken the way the review takes it (gpucluster.review.snapshot.take, this checkout's code).
+    """
     scratch = cluster_file.with_name("review-scratch.yaml")
-    base, head = _snapshot(scratch, base_text), _snapshot(scratch, head_text)
+    snaps = []
+    for text in (base_text, head_text):
+        scratch.write_text(text)
+        snaps.append(take(ROOT, str(scratch)))
     scratch.unlink()
-    model = head.model
-    return classify_files(
-        diff_files(base, head, dict(DESTINATIONS)),
-        slurm_version=str(model["versions"]["slurm"]),  # type: ignore[index]
-        controller=str(model["slurm"]["controller"]),  # type: ignore[index]
-        slurmd_hosts=_hosts(head),
-        new_hosts=frozenset(_hosts(head) - _hosts(base)),
-    )
-
-
-def _hosts(snap: Snapshot) -> set[str]:
-    return {h for hosts in snap.hosts.values() for h in hosts}
+    base, head = snaps
+    return classify_snapshots(base, head, diff_files(base, head, dict(DESTINATIONS)))
