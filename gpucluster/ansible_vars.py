@@ -9,6 +9,7 @@ from gpucluster import names
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.onprem import HardwareProfile, OnPrem
 from gpucluster.clusterfile.nodes import Node, NodeGroup, node_groups
+from gpucluster.pins import pin_sources
 
 # Fixed ids so files on shared storage and munge credentials agree on every node.
 SLURM_UID = 64030
@@ -74,14 +75,20 @@ def _common_vars(cluster: Cluster, source: str) -> dict[str, Any]:
         "slurm_common_cluster_name": cluster.name,
         "slurm_common_controller_host": cluster.slurm.controller,
         "slurm_common_slurm_version": cluster.versions.slurm,
+        **_slurm_package_vars(cluster),
+        "slurm_controller_accounting_enabled": cluster.slurm.accounting.enabled,
+        "slurm_controller_slurmctld_port": cluster.slurm.slurmctld_port,
+        "slurm_node_slurmd_port": cluster.slurm.slurmd_port,
+    }
+
+
+def _slurm_package_vars(cluster: Cluster) -> dict[str, Any]:
+    return {
         "slurm_common_package_source": cluster.slurm.packages.source,
         "slurm_common_package_repository": cluster.slurm.packages.repository or "",
         "slurm_common_package_signing_key": cluster.slurm.packages.signing_key or "",
         "slurm_common_slurm_uid": SLURM_UID,
         "slurm_common_munge_uid": MUNGE_UID,
-        "slurm_controller_accounting_enabled": cluster.slurm.accounting.enabled,
-        "slurm_controller_slurmctld_port": cluster.slurm.slurmctld_port,
-        "slurm_node_slurmd_port": cluster.slurm.slurmd_port,
     }
 
 
@@ -109,20 +116,15 @@ def gpu_stack_vars(cluster: Cluster, group: NodeGroup, node: Node) -> dict[str, 
     mode = profile.install_mode
     mirror = cluster.onprem.package_mirror or ""
     return {
-        "gpu_nvidia_driver_branch": versions.nvidia_driver_branch,
-        "gpu_nvidia_driver_version": versions.nvidia_driver,
+        **pin_vars(cluster, "onprem"),
         "gpu_nvidia_driver_install_mode": mode,
         "gpu_nvidia_driver_nvswitch": profile.nvswitch and profile.gpus.count > 0,
         "gpu_nvidia_driver_peermem": profile.hcas.count > 0 and profile.hcas.gpudirect_rdma,
         "gpu_nvidia_driver_rdma_stack": profile.hcas.stack,
         "gpu_nvidia_driver_package_mirror": mirror,
-        "gpu_cuda_toolkit_version": versions.cuda,
         "gpu_cuda_toolkit_install_mode": mode,
-        "gpu_dcgm_version": versions.dcgm,
         "gpu_dcgm_install_mode": mode,
-        "gpu_nccl_version": versions.nccl,
         "gpu_nccl_cuda_version": versions.cuda,
-        "gpu_nccl_tests_version": versions.nccl_tests,
         "gpu_nccl_install_mode": mode,
         **_infiniband_vars(cluster.onprem, profile, node),
     }
@@ -139,4 +141,32 @@ def _infiniband_vars(onprem: OnPrem, profile: HardwareProfile, node: Node) -> di
         "net_infiniband_ipoib_address": f"{address}/{cidr.prefixlen}" if address and cidr else "",
         "net_infiniband_subnet_manager": node.name == onprem.subnet_manager,
         "net_infiniband_package_mirror": onprem.package_mirror or "",
+    }
+
+
+def pin_vars(cluster: Cluster, site: str) -> dict[str, str]:
+    """Each pin under its role variable (gpucluster.pins names both), for the pins the site's nodes use."""
+    return {
+        source.variable: source.version
+        for source in pin_sources(cluster)
+        if site == "aws" or source.onprem is not None
+    }
+
+
+def image_vars(cluster: Cluster) -> dict[str, Any]:
+    """Variables of playbooks/image.yml: every pin, the full GPU stack, and no cluster state at all."""
+    aws_groups = [group for group in node_groups(cluster) if group.hardware_profile is None]
+    return {
+        **pin_vars(cluster, "aws"),
+        **_slurm_package_vars(cluster),
+        "gpu_nvidia_driver_install_mode": "full",
+        # Every 8-GPU EC2 type this tool launches (p4d, p5, p5e, p5en) joins its GPUs through NVSwitch.
+        "gpu_nvidia_driver_nvswitch": any(group.gpu_count >= 8 for group in aws_groups),
+        # EFA does GPUDirect RDMA through its own driver; nvidia-peermem is for InfiniBand HCAs.
+        "gpu_nvidia_driver_peermem": False,
+        "gpu_nvidia_driver_rdma_stack": "rdma-core",
+        "gpu_cuda_toolkit_install_mode": "full",
+        "gpu_dcgm_install_mode": "full",
+        "gpu_nccl_cuda_version": cluster.versions.cuda,
+        "gpu_nccl_install_mode": "full",
     }

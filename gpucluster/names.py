@@ -42,6 +42,15 @@ def munge_key_parameter(cluster_name: str) -> str:
     return f"/gpucluster/{cluster_name}/munge-key"
 
 
+def capacity_parameter(cluster_name: str) -> str:
+    """SSM parameter the capacity stack writes for the power programs: launch templates and subnets."""
+    return f"/gpucluster/{cluster_name}/capacity"
+
+
+NODE_TAG = "gpucluster:node"  # the Slurm node name an instance runs as (read by the node over IMDSv2)
+GROUP_TAG = "gpucluster:group"  # the capacity group that launched it
+
+
 def image_ami_parameter(cluster_name: str) -> str:
     """SSM parameter (data type aws:ec2:image) where the image stack publishes the node AMI id."""
     return f"/gpucluster/{cluster_name}/node-ami"

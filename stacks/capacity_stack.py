@@ -6,10 +6,11 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.names import asg_name, image_ami_parameter, munge_key_parameter
+from gpucluster.names import asg_name, capacity_parameter, image_ami_parameter, munge_key_parameter
 from gpucluster.render import render
 from stacks.checkpoint_stack import CheckpointExports
 from stacks.parts.acks import acknowledge
@@ -75,6 +76,7 @@ class CapacityStack(cdk.Stack):
             )
             for group in aws.capacity
         ]
+        self.capacity_parameter = self._publish_capacity(cluster, network)
         self.head_node = None
         if aws.head_node is not None:
             self.head_node = HeadNode(
@@ -88,6 +90,25 @@ class CapacityStack(cdk.Stack):
                 role=self.node_role.role,
                 security_group=self.node_security_group,
             )
+
+    def _publish_capacity(self, cluster: Cluster, network: ClusterNetwork) -> ssm.StringParameter:
+        """Per group the launch template, subnets and placement group, for the power programs."""
+        groups = {
+            group.spec.name: {
+                "launch_template_id": group.template.launch_template.launch_template_id,
+                "subnet_ids": [network.gpu_subnet.subnet_id],
+                "placement_group": group.placement_group.ref if group.placement_group is not None else None,
+                "capacity_reservation_id": group.spec.capacity_reservation_id,
+            }
+            for group in self.groups
+        }
+        return ssm.StringParameter(
+            self,
+            "PowerCapacity",
+            parameter_name=capacity_parameter(cluster.name),
+            description="Launch templates and subnets of the cloud node groups, for the Slurm power programs",
+            string_value=self.to_json_string({"groups": groups}),
+        )
 
 
 def node_image(cluster: Cluster) -> ec2.IMachineImage:

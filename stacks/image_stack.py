@@ -12,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from gpucluster.ansible_vars import image_vars
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.names import image_ami_parameter, image_key_alias, image_resource_name
 from stacks.parts.acks import acknowledge
@@ -76,13 +77,7 @@ class ImageStack(cdk.Stack):
             version=self.version,
             bundle_url=self.bundle.s3_object_url,
             python=BUILD_PYTHON[spec.base],
-            extra_vars={
-                "gpucluster_image": {
-                    "cluster": cluster.name,
-                    "base": spec.base,
-                    "versions": cluster.versions.model_dump(mode="json"),
-                }
-            },
+            extra_vars=image_vars(cluster),
             key_arn=self.key.key_arn,
         ).component
         recipe_digest = content_digest(component_digest, spec.parent_parameter, str(spec.root_volume_gib))
@@ -121,7 +116,7 @@ class ImageStack(cdk.Stack):
             recipe_arn=self.recipe.attr_arn,
             instance_profile_name=self.role.instance_profile.ref,
             instance_type=spec.build_instance_type,
-            subnet=network.gpu_subnet,
+            subnet=network.image_build_subnet,
             security_group=self.security_group,
             ami_parameter=self.ami_parameter,
             tags=tags,

@@ -23,6 +23,9 @@ class NetworkStack(cdk.Stack):
             availability_zone=aws.availability_zone,
             egress=aws.egress,
             vpn=aws.vpn,
+            image_build=aws.builds_image,
+            transit_gateway_id=aws.transit_gateway_id,
+            onprem_cidrs=aws.onprem_cidrs,
         )
 
 

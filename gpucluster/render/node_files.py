@@ -183,6 +183,11 @@ def actions_of(changes: Iterable[tuple[str, Change]]) -> list[str]:
     return [a.value for a in Action if a in found and a is not Action.NONE]
 
 
+def node_file_destinations() -> list[str]:
+    """Every file of the table a node holds whole (no managed block): cluster state no image may keep."""
+    return [f.destination for f in NODE_FILES if not f.managed_block and f.destination.startswith("/")]
+
+
 def role_records(role: str, rendered: dict[str, str]) -> list[dict[str, object]]:
     """The files a role writes on a host, as the render lookup hands them to the role's tasks."""
     return [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from ipaddress import IPv4Network
 
 import aws_cdk as cdk
@@ -16,13 +17,16 @@ from stacks.parts.encryption_key import EncryptionKey
 
 FLOW_LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 GPU_SUBNET = "gpu"
+IMAGE_BUILD_SUBNET = "image-build"
 
 
 class ClusterNetwork(Construct):
     """A VPC whose GPU subnet is private, in the cluster's AZ; checkpoint traffic stays off any NAT.
 
     The GPU subnet takes the lower half of the VPC CIDR so fixed addresses (a cloud head node) are
-    predictable; with egress a small public subnet holds the NAT gateway only.
+    predictable; with egress a small public subnet holds the NAT gateway only. Without egress, a node
+    image build gets its own small private subnet routed to that NAT, so the GPU subnet stays closed
+    while the build instance reaches the Ubuntu, NVIDIA and EFA package sources.
     """
 
     def __init__(
@@ -34,6 +38,9 @@ class ClusterNetwork(Construct):
         availability_zone: str,
         egress: bool,
         vpn: Vpn | None,
+        image_build: bool = False,
+        transit_gateway_id: str | None = None,
+        onprem_cidrs: Sequence[IPv4Network] = (),
     ) -> None:
         super().__init__(scope, id_)
         # The first half of the VPC, as allocated below: where fixed addresses must lie.
@@ -42,10 +49,17 @@ class ClusterNetwork(Construct):
         subnets = [
             ec2.SubnetConfiguration(name=GPU_SUBNET, subnet_type=private_type, cidr_mask=cidr.prefixlen + 1)
         ]
-        if egress:
+        build_subnet_needed = image_build and not egress
+        if egress or build_subnet_needed:
             subnets.append(
                 ec2.SubnetConfiguration(
                     name="nat", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=28, map_public_ip_on_launch=False
+                )
+            )
+        if build_subnet_needed:
+            subnets.append(
+                ec2.SubnetConfiguration(
+                    name=IMAGE_BUILD_SUBNET, subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=28
                 )
             )
         vpn_connections = None
@@ -62,7 +76,7 @@ class ClusterNetwork(Construct):
             "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(str(cidr)),
             availability_zones=[availability_zone],
-            nat_gateways=1 if egress else 0,
+            nat_gateways=1 if egress or build_subnet_needed else 0,
             subnet_configuration=subnets,
             vpn_gateway=vpn is not None,
             vpn_connections=vpn_connections,
@@ -73,12 +87,19 @@ class ClusterNetwork(Construct):
                 public,
                 {
                     "NIST.800.53.R5::NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW": (
-                        "The file sets aws.egress: true. This subnet holds only the NAT gateway (no "
-                        "instances, no public IPs mapped); GPU subnets route 0.0.0.0/0 to the NAT only."
+                        "Egress for aws.egress: true or for the node image build. This subnet holds only "
+                        "the NAT gateway (no instances, no public IPs mapped); private subnets route "
+                        "0.0.0.0/0 to the NAT only."
                     ),
                 },
             )
         self.gpu_subnet = self.vpc.select_subnets(subnet_group_name=GPU_SUBNET).subnets[0]
+        # Where the image build instance runs: a subnet with a route out, never an isolated one.
+        self.image_build_subnet = (
+            self.vpc.select_subnets(subnet_group_name=IMAGE_BUILD_SUBNET).subnets[0]
+            if build_subnet_needed
+            else self.gpu_subnet
+        )
         self.s3_endpoint = self.vpc.add_gateway_endpoint(
             "S3",
             service=ec2.GatewayVpcEndpointAwsService.S3,
@@ -86,6 +107,27 @@ class ClusterNetwork(Construct):
         )
         self._add_ssm_endpoint(egress=egress, cidr=cidr)
         self._add_flow_logs()
+        if transit_gateway_id is not None:
+            self._attach_transit_gateway(transit_gateway_id, onprem_cidrs)
+
+    def _attach_transit_gateway(self, transit_gateway_id: str, onprem_cidrs: Sequence[IPv4Network]) -> None:
+        """Attach the GPU subnet to the site's transit gateway and route the on-prem networks to it."""
+        attachment = ec2.CfnTransitGatewayAttachment(
+            self,
+            "TransitGatewayAttachment",
+            transit_gateway_id=transit_gateway_id,
+            vpc_id=self.vpc.vpc_id,
+            subnet_ids=[self.gpu_subnet.subnet_id],
+        )
+        for index, onprem in enumerate(onprem_cidrs):
+            route = ec2.CfnRoute(
+                self,
+                f"OnpremRoute{index}",
+                route_table_id=self.gpu_subnet.route_table.route_table_id,
+                destination_cidr_block=str(onprem),
+                transit_gateway_id=transit_gateway_id,
+            )
+            route.add_dependency(attachment)
 
     def _add_ssm_endpoint(self, *, egress: bool, cidr: IPv4Network) -> None:
         """SSM endpoint: nodes read the munge key from Parameter Store without leaving the VPC."""

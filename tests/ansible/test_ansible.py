@@ -80,7 +80,10 @@ def test_playbooks_target_only_the_groups_the_inventory_makes() -> None:
     made = {value for key, value in vars(names).items() if key.endswith("_GROUP")}
     listing = json.loads(_ansible("ansible-inventory", "-i", "clusters/example.yaml", "--list").stdout)
     assert made - {names.SUBNET_MANAGER_GROUP} <= set(listing), made - set(listing)
-    for playbook in sorted((ROOT / "ansible" / "playbooks").glob("*.yml")):
+    # image.yml runs on an image build host given with -i HOST, never on the cluster's inventory.
+    playbooks = (ROOT / "ansible" / "playbooks").glob("*.yml")
+    cluster_playbooks = sorted(p for p in playbooks if p.name != "image.yml")
+    for playbook in cluster_playbooks:
         for play in yaml.safe_load(playbook.read_text()):
             for pattern in str(play["hosts"]).split(":"):
                 assert pattern.lstrip("!&") in made, f"{playbook.name}: {pattern}"

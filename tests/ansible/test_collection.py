@@ -155,7 +155,7 @@ def _assert_names_this_python(output: str) -> None:
 def test_tarball_holds_the_collection_and_no_checkout_files(installed: Installed) -> None:
     members = _members(installed.tarball)
     assert {"MANIFEST.json", "FILES.json", "README.md", "CHANGELOG.md", "meta/runtime.yml"} <= members
-    assert {"playbooks/site.yml", "playbooks/accept.yml"} <= members
+    assert {"playbooks/site.yml", "playbooks/accept.yml", "playbooks/image.yml"} <= members
     assert "plugins/plugin_utils/gpucluster_package.py" in members
     for role in ROLES:
         assert {f"roles/{role.name}/README.md", f"roles/{role.name}/meta/argument_specs.yml"} <= members
@@ -199,34 +199,34 @@ def test_ansible_sees_only_the_installed_copy(installed: Installed) -> None:
     assert str(ROOT) not in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("playbook", ["site", "accept"])
-def test_installed_playbook_syntax(installed: Installed, playbook: str) -> None:
-    result = _run(
+def _installed_playbook(installed: Installed, playbook: str, option: str) -> subprocess.CompletedProcess[str]:
+    """ansible-playbook -i example.yaml gpucluster.cluster.<playbook> <option>, in the installed copy."""
+    return _run(
         "ansible-playbook",
         "-i",
         "example.yaml",
         f"gpucluster.cluster.{playbook}",
-        "--syntax-check",
+        option,
         cwd=installed.workdir,
         env=installed.env,
     )
+
+
+@pytest.mark.parametrize("playbook", ["site", "accept", "image"])
+def test_installed_playbook_syntax(installed: Installed, playbook: str) -> None:
+    result = _installed_playbook(installed, playbook, "--syntax-check")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"playbook: {installed.copy / 'playbooks' / playbook}.yml" in result.stdout
 
 
-def test_installed_site_runs_every_role_of_the_collection(installed: Installed) -> None:
-    result = _run(
-        "ansible-playbook",
-        "-i",
-        "example.yaml",
-        "gpucluster.cluster.site",
-        "--list-tasks",
-        cwd=installed.workdir,
-        env=installed.env,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    missing = [role.name for role in ROLES if f"gpucluster.cluster.{role.name} : " not in result.stdout]
-    assert not missing, f"roles without tasks in the installed site playbook: {missing}"
+def test_installed_site_and_image_playbooks_run_every_role_of_the_collection(installed: Installed) -> None:
+    listed = ""
+    for playbook in ("site", "image"):
+        result = _installed_playbook(installed, playbook, "--list-tasks")
+        assert result.returncode == 0, result.stdout + result.stderr
+        listed += result.stdout
+    missing = [role.name for role in ROLES if f"gpucluster.cluster.{role.name} : " not in listed]
+    assert not missing, f"roles without tasks in the installed site and image playbooks: {missing}"
 
 
 def test_installed_inventory_plugin_reads_the_cluster_file(installed: Installed) -> None:

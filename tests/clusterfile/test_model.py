@@ -111,3 +111,21 @@ def test_catalog_figures_carry_sources() -> None:
     assert INSTANCE_TYPES["p5.48xlarge"].network_cards == 32
     assert INSTANCE_TYPES["p5en.48xlarge"].max_efa_interfaces == 16
     assert INSTANCE_TYPES["p4d.24xlarge"].gpu_memory_gib == 320
+
+
+def test_cloud_capacity_with_an_onprem_controller_needs_a_network_path() -> None:
+    data = copy.deepcopy(EXAMPLE)
+    del data["aws"]["vpn"]
+    data["aws"]["onprem_cidrs"] = []
+    errors = _errors(data)
+    assert any(": aws.vpn: " in e and "head01" in e and "transit_gateway_id" in e for e in errors), errors
+    assert any(": aws.onprem_cidrs: " in e for e in errors), errors
+    data["aws"]["transit_gateway_id"] = "tgw-0123456789abcdef0"
+    data["aws"]["onprem_cidrs"] = ["10.10.0.0/16"]
+    assert _load(data).aws is not None
+
+
+def test_a_cloud_head_node_controller_needs_no_path_to_the_racks() -> None:
+    cloud_only = yaml.safe_load((ROOT / "clusters" / "cloud-only.yaml").read_text())
+    assert "vpn" not in cloud_only["aws"] and "transit_gateway_id" not in cloud_only["aws"]
+    assert _load(cloud_only).aws is not None

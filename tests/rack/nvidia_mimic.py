@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.rack.signing import gpg, signing_home
 
 BRANCH = "570"
 PINNED = "570.172.08"
@@ -189,7 +190,8 @@ def stack(kernel: str) -> list[Deb]:
     return debs
 
 
-def _build_deb(deb: Deb, out: Path, work: Path) -> None:
+def build_deb(deb: Deb, out: Path, work: Path) -> None:
+    """dpkg-deb the package into out (named name_version_amd64.deb) through a work directory."""
     root = work / f"{deb.name}_{deb.version.replace(':', '%3a')}"
     (root / "DEBIAN").mkdir(parents=True)
     control = [
@@ -231,31 +233,11 @@ def _release(tree: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _gpg(home: Path, *args: str) -> None:
-    subprocess.run(
-        ["gpg", "--homedir", str(home), "--batch", "--quiet", *args], check=True, capture_output=True
-    )
-
-
 def build(root: Path, kernel: str) -> dict[str, Path]:
     """Build both trees under root (emptied first); returns naming shape -> tree directory."""
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    home = Path(tempfile.mkdtemp(prefix="gpucluster-mimic-gpg-"))
-    os.chmod(home, 0o700)
-    try:
-        _gpg(
-            home,
-            "--passphrase",
-            "",
-            "--pinentry-mode",
-            "loopback",
-            "--quick-gen-key",
-            "gpucluster mimic <mimic@gpucluster.invalid>",
-            "ed25519",
-            "sign",
-            "never",
-        )
+    with signing_home() as home:
         trees = {}
         for shape, relative in TREES.items():
             tree = root / relative
@@ -263,20 +245,14 @@ def build(root: Path, kernel: str) -> dict[str, Path]:
             driver = debian_driver if shape == "debian" else ubuntu_driver
             with tempfile.TemporaryDirectory() as work:
                 for deb in [*driver(PINNED), *driver(NEWER), *stack(kernel)]:
-                    _build_deb(deb, tree, Path(work))
+                    build_deb(deb, tree, Path(work))
             index = subprocess.run(
                 ["dpkg-scanpackages", "--multiversion", "."], cwd=tree, check=True, capture_output=True
             ).stdout
             (tree / "Packages").write_bytes(index)
             (tree / "Packages.gz").write_bytes(gzip.compress(index))
             (tree / "Release").write_text(_release(tree))
-            _gpg(home, "--yes", "--clearsign", "--output", str(tree / "InRelease"), str(tree / "Release"))
-            _gpg(home, "--yes", "--armor", "--output", str(tree / "3bf863cc.pub"), "--export")
+            gpg(home, "--yes", "--clearsign", "--output", str(tree / "InRelease"), str(tree / "Release"))
+            gpg(home, "--yes", "--armor", "--output", str(tree / "3bf863cc.pub"), "--export")
             trees[shape] = tree
         return trees
-    finally:
-        # gpg started an agent for this home: stop it (only this one) before removing the home.
-        subprocess.run(
-            ["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False, capture_output=True
-        )
-        shutil.rmtree(home, ignore_errors=True)

@@ -6,28 +6,41 @@ the pinned and a newer release), built at test time and served inside the rack n
 Debian-style names of NVIDIA's debian12 repository, n2 the branch-suffixed names of its ubuntu repositories
 (gpu_nvidia_driver_apt_naming in host_vars), so both hold logics run on Debian nodes. Reboots are deferred
 (gpu_nvidia_driver_reboot: false): nspawn nodes share the host kernel and must not reboot.
+
+n3 is not in the cluster file: the image playbook (ansible/playbooks/image.yml) runs there with the
+variables the image stack passes (gpucluster.ansible_vars.image_vars), against the same mimic and a mimic of
+AWS's EFA installer (tests/rack/efa_mimic.py), and the sealed result is saved as the cloud node image
+(tests/rack/cloud_image.py) that emulated cloud instances boot from.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import yaml
 
+from gpucluster.ansible_vars import image_vars
+from gpucluster.clusterfile import load
+from tests.rack import cloud_image, efa_mimic
 from tests.rack import nvidia_mimic as mimic
-from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
+from tests.rack.conftest import ROOT, Playbook, converge, require_rack_prerequisites
 from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
 from tests.rack.rack import Rack, down
+from tests.rack.sh import run
 
 RACK = "p"
 PORT = 8570
 MIRROR = f"http://{BRIDGE_ADDRESS}:{PORT}"
 MISSING_PIN = "570.999.99"
 NODES = ("n1", "n2")
+IMAGE_NODE = "n3"  # not in the cluster file: a fresh machine the image playbook runs on
+OTHER_PLUGIN = "1.21.1"  # an aws-ofi-nccl pin the mimic installer does not bundle
 KERNEL = subprocess.run(["uname", "-r"], capture_output=True, text=True, check=True).stdout.strip()
 
 DEBIAN_DRIVER = {deb.name for deb in mimic.debian_driver(mimic.PINNED)} - {
@@ -67,6 +80,10 @@ class Pinned:
     first: Playbook
     second: Playbook
     boot_before: dict[str, str]
+    image_refused: Playbook
+    image_after_refusal: list[str]
+    image_build: Playbook
+    image: cloud_image.CloudImage | None
 
 
 def _run(rack: Rack, *extra: str) -> Playbook:
@@ -87,6 +104,8 @@ def _write_cluster_file(rack: Rack, driver: str) -> None:
         cuda=mimic.CUDA[0],
         nccl="2.26.2-1",
         dcgm="3.3.9",
+        efa_installer=efa_mimic.INSTALLER,
+        aws_ofi_nccl=efa_mimic.AWS_OFI_NCCL,
     )
     onprem = cluster["onprem"]
     onprem["package_mirror"] = MIRROR
@@ -114,7 +133,7 @@ def _write_ansible_vars(rack: Rack) -> None:
 def _prepare_nodes(rack: Rack) -> None:
     """What a site's nodes have: a direct route to the mirror, the running kernel's image package."""
     image = f"{MIRROR}/{mimic.TREES['debian']}/linux-image-{KERNEL}_{mimic.KERNEL_REVISIONS[0]}_amd64.deb"
-    for node in NODES:
+    for node in (*NODES, IMAGE_NODE):
         rack.ssh(
             node, f"echo 'Acquire::http::Proxy::{BRIDGE_ADDRESS} \"DIRECT\";' > /etc/apt/apt.conf.d/82mimic"
         )
@@ -143,12 +162,13 @@ def _pid1_start(rack: Rack, node: str) -> str:
 def pinned() -> Iterator[Pinned]:
     """Rack "p" with the mimic served: a refused converge (missing pin), then two converges at the pin."""
     require_rack_prerequisites()
-    booted = Rack(name=RACK, size=3)
+    booted = Rack(name=RACK, size=4, declared=3)
     server: subprocess.Popen[bytes] | None = None
     try:
         booted.up()
         root = booted.state / "mimic"
         mimic.build(root, KERNEL)
+        efa_fingerprint = efa_mimic.build(root / "efa")
         http = ["python3", "-m", "http.server", "--bind", BRIDGE_ADDRESS, "--directory", str(root), str(PORT)]
         server = subprocess.Popen(
             ["ip", "netns", "exec", bridge_ns(RACK), *http],
@@ -165,12 +185,79 @@ def pinned() -> Iterator[Pinned]:
         _write_cluster_file(booted, mimic.PINNED)
         first = _run(booted)
         second = _run(booted) if first.rc == 0 else first
-        yield Pinned(booted, refused, after_refusal, first, second, boot_before)
+        variables = _image_vars(booted, efa_fingerprint)
+        image_refused = _build_image(
+            booted, variables, "--tags", "net_efa", "-e", f"net_efa_aws_ofi_nccl_version={OTHER_PLUGIN}"
+        )
+        image_after_refusal = _efa_installed(booted)
+        # A reused build machine may hold a munge key: the seal must remove it as it removes the host keys.
+        booted.ssh(
+            IMAGE_NODE, "install -d -m 0700 /etc/munge && head -c 1024 /dev/urandom > /etc/munge/munge.key"
+        )
+        image_build = _build_image(booted, variables)
+        booted.stop_node(IMAGE_NODE)
+        image = cloud_image.save(booted.node(3), variables) if image_build.rc == 0 else None
+        yield Pinned(
+            booted,
+            refused,
+            after_refusal,
+            first,
+            second,
+            boot_before,
+            image_refused,
+            image_after_refusal,
+            image_build,
+            image,
+        )
     finally:
         if server is not None:
             server.terminate()
             server.wait(timeout=10)
         down(RACK)
+
+
+def _image_vars(rack: Rack, efa_fingerprint: str) -> dict[str, object]:
+    """What the image stack passes (image_vars of the rack's cluster file), pointed at the rack's mimics."""
+    cluster = load(rack.cluster_file).cluster
+    efa = f"{MIRROR}/efa"
+    return {
+        **image_vars(cluster),
+        "gpucluster_image_hosts": IMAGE_NODE,
+        "gpu_nvidia_driver_package_mirror": MIRROR,
+        "gpu_nvidia_driver_nvswitch": True,
+        "net_efa_installer_url": f"{efa}/aws-efa-installer-{efa_mimic.INSTALLER}.tar.gz",
+        "net_efa_installer_key_url": f"{efa}/aws-efa-installer.key",
+        "net_efa_installer_key_fingerprint": efa_fingerprint,
+        # nspawn nodes share the host's kernel: no module is built or loaded.
+        "net_efa_installer_options": ["--yes", "--skip-kmod", "--no-verify"],
+    }
+
+
+def _build_image(rack: Rack, variables: dict[str, object], *extra: str) -> Playbook:
+    """Run the image playbook on the image node, as EC2 Image Builder runs it (inventory of one host)."""
+    extra_vars = rack.state / "image-vars.json"
+    extra_vars.write_text(json.dumps(variables))
+    rc, output = rack.in_bridge(
+        [
+            str(ROOT / ".venv/bin/ansible-playbook"),
+            "-i",
+            f"{IMAGE_NODE},",
+            str(ROOT / "ansible/playbooks/image.yml"),
+            "-e",
+            f"@{extra_vars}",
+            *extra,
+        ],
+        env={**rack.ansible_env(), "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+    )
+    return Playbook(rc, output)
+
+
+def _efa_installed(rack: Rack) -> list[str]:
+    """EFA packages installed on the image node, and /opt/amazon if it exists."""
+    installed = _installed(rack, IMAGE_NODE)
+    return [name for name in efa_mimic.installed_packages() if name in installed] + _sh(
+        rack, IMAGE_NODE, "ls -d /opt/amazon 2>/dev/null"
+    ).split()
 
 
 def _installed(rack: Rack, node: str) -> dict[str, str]:
@@ -257,3 +344,72 @@ def test_services_of_the_pinned_packages_run(pinned: Pinned) -> None:
     for node in NODES:
         for unit in ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "dcgm-exporter"):
             assert _sh(pinned.rack, node, f"systemctl is-active {unit}").strip() == "active", (node, unit)
+
+
+def test_the_image_refuses_a_plugin_pin_its_efa_installer_does_not_bundle(pinned: Pinned) -> None:
+    output = pinned.image_refused.output
+    assert pinned.image_refused.rc != 0
+    for needed in (OTHER_PLUGIN, f"{efa_mimic.AWS_OFI_NCCL}-1", efa_mimic.INSTALLER, "Nothing was installed"):
+        assert needed in output, output[-4000:]
+    assert pinned.image_after_refusal == []
+
+
+def test_the_image_playbook_builds_the_image(pinned: Pinned) -> None:
+    assert pinned.image_build.rc == 0, pinned.image_build.output[-6000:]
+    assert pinned.image is not None
+
+
+def _image(pinned: Pinned) -> cloud_image.CloudImage:
+    if pinned.image is None:
+        pytest.fail("the image playbook failed: no image was saved")
+    return pinned.image
+
+
+def _in_image(root: Path, command: str) -> str:
+    return run(["chroot", str(root), "/bin/sh", "-c", command]).stdout
+
+
+def test_the_image_has_every_pin_installed_and_held(pinned: Pinned) -> None:
+    with cloud_image.view(_image(pinned)) as root:
+        # Read-only: dpkg-query, not apt-mark (apt wants a writable /tmp). Status "hi": held, installed.
+        listing = _in_image(root, "dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'")
+        record = (root / "opt/amazon/efa_installed_packages").read_text()
+    rows = [line.split() for line in listing.splitlines()]
+    installed = {row[1]: row[2] for row in rows if len(row) == 3 and row[0][1] == "i"}
+    held = {row[1] for row in rows if len(row) == 3 and row[0][0] == "h"}
+    expected = {
+        **dict.fromkeys(DEBIAN_DRIVER, f"{mimic.PINNED}-1"),
+        **STACK,
+        **efa_mimic.installed_packages(),
+    }
+    assert {name: installed.get(name) for name in expected} == expected
+    slurm = {name: installed.get(name, "") for name in ("slurm-client", "slurmd", "munge")}
+    assert re.match(r"^22\.05\.8-", slurm["slurm-client"]) and slurm["slurmd"] == slurm["slurm-client"], slurm
+    assert {*expected, "slurm-client", "slurmd"} <= held, {*expected, "slurm-client", "slurmd"} - held
+    assert f"# EFA installer version: {efa_mimic.INSTALLER}" in record
+    assert {"cloud-init", "awscli", "python3-boto3"} <= set(installed)
+
+
+def test_the_image_carries_no_secret_and_no_cluster_state(pinned: Pinned) -> None:
+    image = _image(pinned)
+    with cloud_image.view(image) as root:
+        assert not (root / "etc/munge/munge.key").exists()
+        assert not list((root / "etc/ssh").glob("ssh_host_*"))
+        assert not (root / "root/.ssh/authorized_keys").exists()
+        assert (root / "etc/machine-id").read_text() == ""
+        assert (root / "etc/hostname").read_text().strip() == "localhost"
+        for node_file in (
+            "etc/slurm/slurm.conf",
+            "etc/slurm/gres.conf",
+            "etc/nccl.conf",
+            "etc/gpucluster/fabric.env",
+        ):
+            assert not (root / node_file).exists(), node_file
+        # slurmd starts only when the node has joined (its name, key and slurm.conf come then).
+        assert not (root / "etc/systemd/system/multi-user.target.wants/slurmd.service").exists()
+        cluster_name = f"testrack{RACK}"
+        found = run(
+            ["grep", "-rl", "--", cluster_name, str(root / "etc"), str(root / "var/lib")], check=False
+        )
+        assert found.stdout == "", found.stdout
+    assert image.manifest["gpucluster_image_hosts"] == IMAGE_NODE

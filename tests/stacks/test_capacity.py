@@ -259,3 +259,42 @@ def test_head_node_outside_the_gpu_subnet_is_rejected() -> None:
         ClusterFileError, match=r"aws\.head_node\.address: .* not a usable address of the GPU subnet"
     ):
         variant(upper_half, base="cloud-only")
+
+
+def _resolve(value: Any, refs: dict[str, str]) -> str:
+    """A parameter value as CloudFormation would write it, with each Ref replaced by refs[logical id]."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(_resolve(part, refs) for part in parts)
+    if "Ref" in value:
+        return refs[value["Ref"]]
+    if "Fn::ImportValue" in value:
+        return "subnet-0imported"
+    raise AssertionError(f"unexpected intrinsic {value}")
+
+
+def test_the_capacity_parameter_is_what_the_power_programs_read(example_synth: Synth) -> None:
+    import boto3
+    from moto import mock_aws
+
+    from gpucluster.power import capacity, config
+
+    template = example_synth.template("Capacity")
+    (parameter,) = template.find_resources("AWS::SSM::Parameter").values()
+    launch_templates = template.find_resources("AWS::EC2::LaunchTemplate")
+    placement_groups = template.find_resources("AWS::EC2::PlacementGroup")
+    refs = {logical_id: f"<{logical_id}>" for logical_id in [*launch_templates, *placement_groups]}
+    value = _resolve(parameter["Properties"]["Value"], refs)
+    cfg = config.from_cluster(example_synth.cluster)
+    assert parameter["Properties"]["Name"] == cfg.capacity_parameter
+    with mock_aws():
+        ssm = boto3.client("ssm", region_name="us-east-1")
+        ssm.put_parameter(Name=cfg.capacity_parameter, Type="String", Value=value)
+        deployed = capacity.read(ssm, cfg.capacity_parameter)
+    assert sorted(deployed) == sorted(group.name for group in cfg.groups)
+    for group in deployed.values():
+        assert group.launch_template_id.strip("<>") in launch_templates
+        assert group.subnet_ids == ("subnet-0imported",)
+        assert group.placement_group is not None and group.placement_group.strip("<>") in placement_groups

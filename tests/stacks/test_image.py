@@ -12,6 +12,7 @@ from aws_cdk.assertions import Match
 
 from gpucluster.clusterfile.model.aws import CANONICAL_AMI_PARAMETERS
 from gpucluster.names import image_ami_parameter, stack_name
+from gpucluster.pins import pin_sources
 from stacks.image_stack import pins_version
 from stacks.parts.node_image_component import BUILD_TOOLS, PLAYBOOK
 from stacks.parts.playbook_bundle import PlaybookBundle
@@ -29,7 +30,13 @@ def test_component_fetches_the_bundle_and_runs_the_image_playbook(example_synth:
     assert "S3Download" in data and "ExecuteBash" in data
     assert f"ansible-playbook -i localhost, -c local {PLAYBOOK}" in data
     assert PLAYBOOK == "gpucluster.cluster.image"
-    assert "570.172.08" in data  # the pins travel as extra vars
+    # The extra vars are JSON inside the component document inside the template: drop the escapes.
+    extra_vars = data.replace("\\", "")
+    for source in pin_sources(example_synth.cluster):  # every pin reaches its role variable
+        assert f'"{source.variable}": "{source.version}"' in extra_vars, source
+    assert '"gpu_nvidia_driver_install_mode": "full"' in extra_vars
+    for cluster_state in ("gpucluster_cluster_file", "slurm_common_controller_host", "munge.key"):
+        assert cluster_state not in extra_vars
 
 
 def test_recipe_builds_on_canonical_ubuntu_with_an_encrypted_root(example_synth: Synth) -> None:

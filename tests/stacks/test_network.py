@@ -2,9 +2,37 @@
 
 from __future__ import annotations
 
-from aws_cdk.assertions import Match
+from pathlib import Path
+from typing import Any
 
-from tests.stacks.conftest import Synth
+from aws_cdk.assertions import Match, Template
+
+from tests.stacks.conftest import Synth, synthesize, variant
+
+
+def _subnet_route_table(template: Template, subnet_name: str) -> str:
+    """The logical id of the route table of the subnet group subnet_name (one AZ: one subnet)."""
+    subnets = {
+        logical_id
+        for logical_id, subnet in template.find_resources("AWS::EC2::Subnet").items()
+        if {"Key": "aws-cdk:subnet-name", "Value": subnet_name} in subnet["Properties"]["Tags"]
+    }
+    (association,) = [
+        a["Properties"]["RouteTableId"]["Ref"]
+        for a in template.find_resources("AWS::EC2::SubnetRouteTableAssociation").values()
+        if a["Properties"]["SubnetId"]["Ref"] in subnets
+    ]
+    table: str = association
+    return table
+
+
+def _default_routes(template: Template, route_table: str) -> list[dict[str, Any]]:
+    return [
+        r["Properties"]
+        for r in template.find_resources("AWS::EC2::Route").values()
+        if r["Properties"]["RouteTableId"] == {"Ref": route_table}
+        and r["Properties"].get("DestinationCidrBlock") == "0.0.0.0/0"
+    ]
 
 
 def test_gpu_subnet_is_private_in_the_cluster_az(example_synth: Synth) -> None:
@@ -20,19 +48,35 @@ def test_gpu_subnet_is_private_in_the_cluster_az(example_synth: Synth) -> None:
     for subnet in subnets.values():
         assert subnet["Properties"]["AvailabilityZone"] == aws.availability_zone
         assert subnet["Properties"]["MapPublicIpOnLaunch"] is False
+    # aws.egress is false: the GPU subnet has no route out of the VPC.
+    assert _default_routes(template, _subnet_route_table(template, "gpu")) == []
+
+
+def test_without_egress_only_the_image_build_subnet_routes_out_through_a_nat(example_synth: Synth) -> None:
+    template = example_synth.template("Network")
+    template.resource_count_is("AWS::EC2::NatGateway", 1)
+    (route,) = _default_routes(template, _subnet_route_table(template, "image-build"))
+    assert "NatGatewayId" in route
+    image = example_synth.template("Image")
+    (infrastructure,) = image.find_resources("AWS::ImageBuilder::InfrastructureConfiguration").values()
+    assert "imagebuild" in str(infrastructure["Properties"]["SubnetId"]).lower()
+
+
+def test_a_cluster_with_its_own_ami_and_no_egress_has_no_nat(tmp_path: Path) -> None:
+    cluster = variant(lambda d: d["aws"].update(ami_id="ami-0123456789abcdef0"))
+    template = synthesize(cluster, tmp_path, source="variant.yaml").template("Network")
     template.resource_count_is("AWS::EC2::NatGateway", 0)
     template.resource_count_is("AWS::EC2::InternetGateway", 0)
 
 
 def test_s3_gateway_endpoint_serves_the_gpu_subnet(example_synth: Synth) -> None:
     template = example_synth.template("Network")
-    route_tables = template.find_resources("AWS::EC2::RouteTable")
     template.has_resource_properties(
         "AWS::EC2::VPCEndpoint",
         {
             "VpcEndpointType": "Gateway",
             "ServiceName": {"Fn::Join": ["", ["com.amazonaws.", {"Ref": "AWS::Region"}, ".s3"]]},
-            "RouteTableIds": [{"Ref": rt} for rt in route_tables],
+            "RouteTableIds": [{"Ref": _subnet_route_table(template, "gpu")}],
         },
     )
 
@@ -96,3 +140,24 @@ def test_vpn_connects_the_file_gateway_with_bgp_and_propagates_routes(networked_
     template.has_resource_properties(
         "AWS::EC2::VPNGatewayRoutePropagation", {"RouteTableIds": Match.any_value()}
     )
+
+
+def test_a_transit_gateway_carries_the_onprem_networks(tmp_path: Path) -> None:
+    def with_transit_gateway(doc: dict[str, Any]) -> None:
+        del doc["aws"]["vpn"]
+        doc["aws"]["transit_gateway_id"] = "tgw-0123456789abcdef0"
+        doc["aws"]["onprem_cidrs"] = ["10.10.0.0/16", "10.20.0.0/16"]
+
+    template = synthesize(variant(with_transit_gateway), tmp_path, source="variant.yaml").template("Network")
+    gpu_routes = _subnet_route_table(template, "gpu")
+    (attachment_id,) = template.find_resources("AWS::EC2::TransitGatewayAttachment")
+    routes = [
+        r
+        for r in template.find_resources("AWS::EC2::Route").values()
+        if r["Properties"].get("TransitGatewayId")
+    ]
+    assert sorted(r["Properties"]["DestinationCidrBlock"] for r in routes) == ["10.10.0.0/16", "10.20.0.0/16"]
+    for route in routes:
+        assert route["Properties"]["RouteTableId"] == {"Ref": gpu_routes}
+        assert route["DependsOn"] == [attachment_id]
+    template.resource_count_is("AWS::EC2::VPNConnection", 0)

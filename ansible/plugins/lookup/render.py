@@ -16,6 +16,8 @@ DOCUMENTATION = r"""
       - Returns the text gpucluster.render produces for the on-prem target, for the given host.
       - With C(role) instead of paths, returns the node files that role writes on the host, one record per
         file of the renderer's node-file table (path, dest, owner, group, mode, block, content).
+      - With C(destinations=true), returns the destination of every whole node file of the table, which a
+        node image must not carry (no cluster file needed).
     options:
       _terms:
         description: Relative paths of rendered files, e.g. slurm/slurm.conf.
@@ -23,12 +25,16 @@ DOCUMENTATION = r"""
       role:
         description: A role name; returns that role's node-file records instead of texts.
         required: false
+      destinations:
+        description: Return the table's whole-file destinations instead of texts.
+        type: bool
+        default: false
       cluster_file:
-        description: The cluster file (the inventory sets gpucluster_cluster_file).
-        required: true
+        description: The cluster file (the inventory sets gpucluster_cluster_file); not for destinations.
+        required: false
       host:
         description: Host name; GPU nodes get their node group's files, other hosts the shared ones.
-        required: true
+        required: false
 """
 
 
@@ -59,7 +65,14 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):  # type: ignore[no-untyped-def]
         """Return one text per requested path, or the role's node-file records."""
         self.set_options(var_options=variables, direct=kwargs)
+        if self.get_option("destinations"):
+            require_gpucluster("gpucluster.cluster.render", AnsibleLookupError)
+            from gpucluster.render.node_files import node_file_destinations
+
+            return node_file_destinations()
         cluster_file = self.get_option("cluster_file")
+        if not cluster_file or not self.get_option("host"):
+            raise AnsibleLookupError("render needs cluster_file and host, or destinations=true")
         files = _rendered(cluster_file, self.get_option("host"))
         if self.get_option("role"):
             from gpucluster.render.node_files import role_records

@@ -30,6 +30,7 @@ RULES: tuple[Rule, ...] = (
     checks_aws.efa_interfaces_cover_every_card,
     checks_aws.head_node_inside_vpc,
     checks_aws.onprem_cidrs_do_not_overlap_vpc,
+    checks_aws.onprem_controller_is_reachable,
     checks_aws.spot_has_checkpoint_bucket,
     checks_aws.one_image_source,
     checks_aws.image_fits_root_volumes,

@@ -232,3 +232,28 @@ def image_fits_root_volumes(cluster: Cluster) -> Iterator[Finding]:
             f"{image_gib} GiB is larger than a capacity group's root volume ({smallest} GiB)",
             f"lower it to at most {smallest} or raise that group's root_volume_gib",
         )
+
+
+def onprem_controller_is_reachable(cluster: Cluster) -> Iterator[Finding]:
+    """Cloud nodes of a cluster whose controller sits on-prem need a declared network path to it."""
+    aws = cluster.aws
+    if not aws or not aws.capacity or cluster.onprem is None:
+        return
+    controller = cluster.slurm.controller
+    if aws.head_node is not None and aws.head_node.name == controller:
+        return
+    if aws.vpn is None and aws.transit_gateway_id is None:
+        yield Finding(
+            ("aws", "vpn"),
+            f"cloud nodes must reach the on-prem controller {controller} (slurmctld, and it must reach "
+            "their slurmd), but the file declares no network path from the VPC",
+            "add aws.vpn: {customer_gateway_address: <your gateway's public IP>} (site-to-site VPN) or "
+            "aws.transit_gateway_id: tgw-… (a transit gateway; Direct Connect reaches the VPC through one)",
+        )
+    if not aws.onprem_cidrs:
+        yield Finding(
+            ("aws", "onprem_cidrs"),
+            f"the on-prem networks of {controller} and the racks are not listed, so no route or "
+            "security group rule can admit them",
+            "list them, e.g. onprem_cidrs: [10.10.0.0/16]",
+        )

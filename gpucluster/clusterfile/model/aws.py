@@ -135,6 +135,10 @@ class Aws(Strict):
     onprem_cidrs: list[IPv4Network] = Field(default_factory=list)
     egress: bool = False  # NAT gateway for package installs; off keeps GPU subnets closed
     vpn: Vpn | None = None
+    transit_gateway_id: Annotated[str, StringConstraints(pattern=r"^tgw-[0-9a-f]{8,17}$")] | None = Field(
+        default=None,
+        description="Route onprem_cidrs through this transit gateway (also the way to Direct Connect).",
+    )
     image: NodeImage | None = Field(
         default=None,
         description="How the node image is built (the default when ami_id is not given).",

@@ -20,8 +20,8 @@ class Versions(Strict):
     cuda: VersionPin = "12.8"
     nccl: VersionPin = "2.26.2-1"
     slurm: VersionPin = "24.05.8"
-    efa_installer: VersionPin = "1.41.0"
-    aws_ofi_nccl: VersionPin = "1.14.2"
+    efa_installer: VersionPin = "1.51.0"
+    aws_ofi_nccl: VersionPin = "1.22.0"
     dcgm: VersionPin = "3.3.9"
     nccl_tests: VersionPin = "2.13.11"
 

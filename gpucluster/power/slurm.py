@@ -1,0 +1,33 @@
+"""What the power programs tell slurmctld, through scontrol (the one Slurm client they use)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Protocol
+
+from gpucluster.clusterfile.hostlist import compress
+
+
+class Slurm(Protocol):
+    """The Slurm operations the power programs need."""
+
+    def set_down(self, nodes: list[str], reason: str) -> None:
+        """Mark nodes DOWN with a reason (their jobs requeue)."""
+
+
+class Scontrol:
+    """Slurm through the scontrol command (GPUCLUSTER_SCONTROL names another binary)."""
+
+    def __init__(self, binary: str | None = None) -> None:
+        self.binary = binary or os.environ.get("GPUCLUSTER_SCONTROL", "scontrol")
+
+    def set_down(self, nodes: list[str], reason: str) -> None:
+        """Run `scontrol update nodename=<hostlist> state=down reason=<reason>`."""
+        if nodes:
+            subprocess.run(
+                [self.binary, "update", f"nodename={compress(nodes)}", "state=down", f"reason={reason}"],
+                check=True,
+                capture_output=True,
+                text=True,
+            )

@@ -1,0 +1,20 @@
+"""SuspendProgram and ResumeFailProgram: terminate the instances of the named cloud nodes, by their tags."""
+
+from __future__ import annotations
+
+from gpucluster.power import fleet
+from gpucluster.power.hostlists import expand
+from gpucluster.power.resume import clients, program_arguments
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console script gpucluster-suspend HOSTLIST (also the ResumeFailProgram)."""
+    arguments = program_arguments("gpucluster-suspend", argv)
+    if arguments is None:
+        return 2
+    cfg, hostlist = arguments
+    ec2, _ = clients(cfg)
+    nodes = [node for node in expand(hostlist) if cfg.group_of(node) is not None]
+    terminated = fleet.terminate(ec2, cfg, nodes)
+    print(f"terminated {len(terminated)} instance(s) of {len(nodes)} node(s): {' '.join(terminated)}")
+    return 0
