@@ -224,7 +224,6 @@ def test_the_acceptance_playbook_runs_the_one_cli(tmp_path: Path, capsys: pytest
         "{{ gpucluster_cluster_file }}": str(EXAMPLE),
         "{{ inventory_hostname }}": "gpu-a01",
         "{{ accept_report_dir }}": str(tmp_path),
-        "{{ playbook_dir | dirname | dirname }}/build/accept/{{ gpucluster_cluster_name }}": str(tmp_path),
     }
     shutil.copy(TESTRACK_OBS, tmp_path / "gpu-a01.observations.json")
     for verb in ("evaluate", "summarize"):

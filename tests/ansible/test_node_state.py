@@ -158,3 +158,28 @@ def test_the_filters_say_current_only_when_everything_matches() -> None:
     assert not filters["service_current"](state, "slurmd")  # running but not enabled
     assert filters["packages_missing"](state, ["munge", "slurm-client"]) == ["slurm-client"]
     assert filters["packages_unheld"](state, ["nvidia-smi", "libcuda1"]) == ["libcuda1"]
+
+
+@pytest.mark.parametrize("plain_python", [True, False], ids=["plain-python", "ansiballz"])
+def test_offers_read_what_apt_offers_and_not_offered_names_the_candidate(
+    tmp_path: Path, plain_python: bool
+) -> None:
+    extra_env = {} if plain_python else _collection_without_action_plugin(tmp_path / "collections")
+    # This machine's own apt sources (refreshed by `make rack-deps`): apt is offered, newest first.
+    offered = _node_state({"offers": {"apt": "*"}}, extra_env)["offers"]["apt"]["versions"]
+    assert offered
+    state = _node_state(
+        {"offers": {"dpkg": "*", "apt": "0.0.0-*", "no-such-package-x": "1.*"}},
+        extra_env,
+    )
+    offers = state["offers"]
+    assert offers["dpkg"]["pinned"] is True and offers["apt"]["versions"] == offered
+    assert offers["apt"]["pinned"] is False
+    assert offers["no-such-package-x"] == {"versions": [], "wanted": "1.*", "pinned": False}
+    not_offered = _filters()["not_offered"](state)
+    assert ["apt", offered[0], "0.0.0-*"] in not_offered and [
+        "no-such-package-x",
+        "nothing",
+        "1.*",
+    ] in not_offered
+    assert "dpkg" not in [row[0] for row in not_offered]

@@ -52,8 +52,18 @@ def packages_unheld(state: dict[str, Any], wanted: list[str]) -> list[str]:
     return [name for name in wanted if name not in held]
 
 
+def not_offered(state: dict[str, Any]) -> list[list[str]]:
+    """[package, newest offered version (or 'nothing'), wanted glob] for each offer read without a match."""
+    offers = state.get("offers", {}) if isinstance(state, dict) else {}
+    return [
+        [name, (offer.get("versions") or ["nothing"])[0], offer.get("wanted", "")]
+        for name, offer in offers.items()
+        if not offer.get("pinned")
+    ]
+
+
 class FilterModule:
-    """gpucluster_state_current, _service_current, _packages_missing and _packages_unheld."""
+    """state_current, service_current, packages_missing, packages_unheld and not_offered."""
 
     def filters(self) -> dict[str, Any]:
         """The filters this plugin provides."""
@@ -62,4 +72,5 @@ class FilterModule:
             "service_current": service_current,
             "packages_missing": packages_missing,
             "packages_unheld": packages_unheld,
+            "not_offered": not_offered,
         }

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import glob
 import grp
 import hashlib
@@ -57,6 +58,13 @@ options:
     description: Return the installed and held packages (dpkg or rpm).
     type: bool
     default: false
+  offers:
+    description:
+      - Package name to the versions wanted (a glob, e.g. C(570.172.08-*)); returns every version apt's
+        sources offer for each (C(apt-cache madison), newest first) and whether one matches.
+      - apt only; an empty answer elsewhere. Refresh the package indexes first.
+    type: dict
+    default: {}
 author: gpucluster
 """
 
@@ -93,6 +101,10 @@ versions:
   description: installed package name to its full version (dpkg Version, or rpm VERSION-RELEASE).
   type: dict
   returned: when packages is true
+offers:
+  description: package name to versions (offered, newest first), wanted (the glob) and pinned (one matches).
+  type: dict
+  returned: always
 """
 
 
@@ -103,6 +115,7 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "services": {"type": "list", "elements": "str", "default": []},
     "accounts": {"type": "list", "elements": "str", "default": []},
     "packages": {"type": "bool", "default": False},
+    "offers": {"type": "dict", "default": {}},
 }
 
 
@@ -195,6 +208,26 @@ def _packages() -> tuple[list[str], list[str], dict[str, str]]:
     return sorted(versions), [], versions
 
 
+def _offers(wanted: dict[str, str]) -> dict[str, Any]:
+    if not wanted or not shutil.which("apt-cache"):
+        return {}
+    # One madison for every package: rows "name | version | source", newest first per package.
+    _, out = _run(["apt-cache", "madison", *wanted])
+    offered: dict[str, list[str]] = {name: [] for name in wanted}
+    for row in out.splitlines():
+        fields = [field.strip() for field in row.split("|")]
+        if len(fields) >= 2 and fields[0] in offered and fields[1] not in offered[fields[0]]:
+            offered[fields[0]].append(fields[1])
+    return {
+        name: {
+            "versions": versions,
+            "wanted": wanted[name],
+            "pinned": any(fnmatch.fnmatchcase(v, wanted[name]) for v in versions),
+        }
+        for name, versions in offered.items()
+    }
+
+
 def read_state(params: dict[str, Any]) -> dict[str, Any]:
     """What the node holds for the paths, texts, services, accounts and packages asked for."""
     result: dict[str, Any] = {
@@ -204,6 +237,7 @@ def read_state(params: dict[str, Any]) -> dict[str, Any]:
         "services": _services(params.get("services") or []),
         "users": {},
         "groups": {},
+        "offers": _offers(params.get("offers") or {}),
     }
     for name in params.get("accounts") or []:
         with contextlib.suppress(KeyError):
