@@ -11,7 +11,7 @@ import jinja2
 from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import NodeGroup, group_of_host, node_groups
-from gpucluster.names import munge_key_parameter
+from gpucluster.names import NODE_TAG, munge_key_parameter
 from gpucluster.render.context import onprem_hosts, slurm_context
 from gpucluster.render.fabric import fabric_context
 from gpucluster.render.node_files import BY_PATH, NODE_FILES, files_of
@@ -116,6 +116,7 @@ def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[
             "files": files,
             "hostlist": compress(list(group.hosts)),
             "munge_key_parameter": munge_key_parameter(cluster.name),
+            "node_tag": NODE_TAG,
         }
         out["cloud-init/user-data"] = _render_one("cloud-init/user-data", source, cloud)
     return out

@@ -65,6 +65,11 @@ class GpuLaunchTemplate(Construct):
             user_data=ec2.UserData.custom(user_data),
             role=role,
             require_imdsv2=True,
+            # One hop: containers on the node cannot reach the metadata service. Tags in the metadata
+            # service: the node reads its Slurm name from its own tag at boot.
+            # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/work-with-tags-in-IMDS.html
+            http_put_response_hop_limit=1,
+            instance_metadata_tags=True,
             block_devices=[
                 ec2.BlockDevice(
                     device_name=ROOT_DEVICE,

@@ -81,6 +81,20 @@ def test_cloud_init_is_valid_yaml_and_carries_no_secret(example: Cluster) -> Non
     assert "BEGIN" not in text and "password" not in text.lower()
 
 
+def test_a_cloud_node_takes_the_name_it_was_launched_for_and_changes_nothing_in_slurm(
+    example: Cluster,
+) -> None:
+    document = yaml.safe_load(render(example, "aws", group="p5-spot")["cloud-init/user-data"])
+    join = next(
+        f["content"] for f in document["write_files"] if f["path"] == "/usr/local/sbin/gpucluster-join"
+    )
+    assert '-X PUT -H "X-aws-ec2-metadata-token-ttl-seconds: 300"' in join  # IMDSv2 session token
+    assert "/meta-data/tags/instance/gpucluster:node" in join  # the tag the ResumeProgram set
+    assert "p5-spot-[0-9]*)" in join  # a name of another group is refused
+    assert "scontrol" not in join and "sinfo" not in join  # no claiming, no nodeaddr updates
+    assert "SLURMD_OPTIONS=-N $node" in join
+
+
 def test_unknown_host_group_or_wrong_target_is_an_error(example: Cluster) -> None:
     with pytest.raises(RenderError, match="not a GPU node"):
         render(example, "onprem", host="nobody")

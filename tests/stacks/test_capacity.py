@@ -113,7 +113,11 @@ def test_imdsv2_encrypted_gp3_root_and_instance_profile(synth: Synth) -> None:
     for group in _groups(synth):
         _, lt = _group_parts(synth, group)
         data = lt["Properties"]["LaunchTemplateData"]
-        assert data["MetadataOptions"]["HttpTokens"] == "required"
+        assert data["MetadataOptions"] == {
+            "HttpTokens": "required",
+            "HttpPutResponseHopLimit": 1,  # containers on the node cannot reach the metadata service
+            "InstanceMetadataTags": "enabled",  # the node reads its Slurm name from its tag
+        }
         (root,) = data["BlockDeviceMappings"]
         assert root["Ebs"] == {
             "DeleteOnTermination": True,
