@@ -47,8 +47,10 @@ def capacity_parameter(cluster_name: str) -> str:
     return f"/gpucluster/{cluster_name}/capacity"
 
 
+CLUSTER_TAG = "gpucluster:cluster"  # on every resource and instance; the budget filters on it
+GROUP_TAG = "gpucluster:group"  # the capacity group of an instance
 NODE_TAG = "gpucluster:node"  # the Slurm node name an instance runs as (read by the node over IMDSv2)
-GROUP_TAG = "gpucluster:group"  # the capacity group that launched it
+ROLE_TAG = "gpucluster:role"  # what a bucket or image is for
 
 
 def image_ami_parameter(cluster_name: str) -> str:

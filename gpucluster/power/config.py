@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster import names
-from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.model import Cluster
 
 DEFAULT_PATH = Path("/etc/gpucluster/power.json")
@@ -63,7 +62,6 @@ def from_cluster(cluster: Cluster) -> PowerConfig:
             max_count=group.max_count,
         )
         for group in cluster.aws.capacity
-        if group.instance_type in INSTANCE_TYPES
     )
     return PowerConfig(
         cluster=cluster.name,

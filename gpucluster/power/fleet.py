@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
 
-from gpucluster.names import GROUP_TAG, NODE_TAG
+from gpucluster.names import CLUSTER_TAG, GROUP_TAG, NODE_TAG
 from gpucluster.power.capacity import DeployedGroup
 from gpucluster.power.config import GroupConfig, PowerConfig
 
 if TYPE_CHECKING:
     from types_boto3_ec2 import EC2Client
 
-CLUSTER_TAG = "gpucluster:cluster"
 # Only throttling is retried: any other error is an answer (capacity, limits, a bad request).
 THROTTLING = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException"})
 T = TypeVar("T")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from typing import Protocol
 
@@ -17,10 +16,10 @@ class Slurm(Protocol):
 
 
 class Scontrol:
-    """Slurm through the scontrol command (GPUCLUSTER_SCONTROL names another binary)."""
+    """Slurm through the scontrol command on slurmctld's PATH."""
 
-    def __init__(self, binary: str | None = None) -> None:
-        self.binary = binary or os.environ.get("GPUCLUSTER_SCONTROL", "scontrol")
+    def __init__(self, binary: str = "scontrol") -> None:
+        self.binary = binary
 
     def set_down(self, nodes: list[str], reason: str) -> None:
         """Run `scontrol update nodename=<hostlist> state=down reason=<reason>`."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +69,6 @@ def test_requests_follow_the_resume_file_then_the_rest(tmp_path: Path) -> None:
 def test_a_job_launches_all_its_nodes_in_one_fleet_tagged_with_their_names(
     aws: Aws, slurm: RecordingSlurm
 ) -> None:
-    started = time.perf_counter()
     launches = resume.resume(
         aws.cfg,
         [Request(("p5-spot-1", "p5-spot-2"), 7), Request(("p5-od-1",))],
@@ -78,7 +76,6 @@ def test_a_job_launches_all_its_nodes_in_one_fleet_tagged_with_their_names(
         ssm=aws.ssm,
         slurm=slurm,
     )
-    assert time.perf_counter() - started < 10  # returns once EC2 answered; nothing waits for boot
     assert [(launch.group, sorted(launch.instances), launch.error) for launch in launches] == [
         ("p5-spot", ["p5-spot-1", "p5-spot-2"], None),
         ("p5-od", ["p5-od-1"], None),

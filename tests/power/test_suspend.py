@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.names import NODE_TAG
-from gpucluster.power import fleet, resume, suspend
+from gpucluster.names import CLUSTER_TAG, NODE_TAG
+from gpucluster.power import resume, suspend
 from gpucluster.power.resume import Request
 from tests.power.conftest import Aws, RecordingSlurm
 
@@ -38,7 +38,7 @@ def test_suspend_terminates_the_named_nodes_only(
     )
     aws.ec2.create_tags(
         Resources=[other["Instances"][0]["InstanceId"]],
-        Tags=[{"Key": fleet.CLUSTER_TAG, "Value": "other"}, {"Key": NODE_TAG, "Value": "p5-od-1"}],
+        Tags=[{"Key": CLUSTER_TAG, "Value": "other"}, {"Key": NODE_TAG, "Value": "p5-od-1"}],
     )
     config_file = tmp_path / "power.json"
     config_file.write_text(aws.cfg.to_json())
