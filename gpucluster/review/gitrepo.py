@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,19 +72,21 @@ def clusters_to_review(repo: Path, base: str, head: str | None, only: str | None
 
 @contextmanager
 def tree_at(repo: Path, rev: str | None) -> Iterator[Path]:
-    """A directory holding the tree of rev (a temporary git worktree), or the work tree for None."""
+    """A directory holding the tree of rev (a temporary export), or the work tree for None."""
     if rev is None:
         yield repo
         return
-    parent = Path(tempfile.mkdtemp(prefix="gpucluster-review-"))
-    tree = parent / "tree"
-    git(repo, "worktree", "add", "--detach", "--quiet", str(tree), rev)
+    # An export, not a git worktree: concurrent reviews of one repository race on .git/worktrees
+    # (git removes that directory when the last worktree goes, under another add).
+    tree = Path(tempfile.mkdtemp(prefix="gpucluster-review-"))
     try:
+        command = ["git", "-C", str(repo), "archive", "--format=tar", rev]
+        archive = subprocess.run(command, capture_output=True, check=False)
+        if archive.returncode != 0:
+            message = archive.stderr.decode(errors="replace").strip() or "failed"
+            raise ReviewError(f"git archive {rev}: {message}")
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(tree, filter="tar")
         yield tree
     finally:
-        subprocess.run(
-            ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
-            capture_output=True,
-            check=False,
-        )
-        shutil.rmtree(parent, ignore_errors=True)
+        shutil.rmtree(tree, ignore_errors=True)

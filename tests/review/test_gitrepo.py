@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpucluster.review.gitrepo import clusters_to_review, resolve, tree_at
@@ -32,10 +33,22 @@ def test_changed_cluster_only_then_code_means_all(tmp_path: Path) -> None:
     assert clusters_to_review(repo, base, None, "clusters/a.yaml") == ["clusters/a.yaml"]
 
 
-def test_base_tree_is_a_temporary_worktree(tmp_path: Path) -> None:
+def test_base_tree_is_a_temporary_export(tmp_path: Path) -> None:
     repo = small_repo(tmp_path)
     (repo / "clusters/a.yaml").write_text("v2\n")
     with tree_at(repo, "HEAD") as tree:
         assert (tree / "clusters/a.yaml").read_text() == "v1\n"
     assert not tree.exists()
     assert git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_trees_of_one_repository_can_be_taken_concurrently(tmp_path: Path) -> None:
+    # CI once failed here: concurrent git worktrees raced on .git/worktrees.
+    repo = small_repo(tmp_path)
+
+    def take(_: int) -> str:
+        with tree_at(repo, "HEAD") as tree:
+            return (tree / "clusters/a.yaml").read_text()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert set(pool.map(take, range(64))) == {"v1\n"}
