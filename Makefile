@@ -54,6 +54,8 @@ demo: install rack-deps  ## the embedded default: validate, show, render, cdk sy
 	@$(BIN)/python -m stacks.summary cdk.out
 	@echo "==> a local test rack: boot 3 nodes, converge with ansible/site.yml, run a 2-node job"
 	@$(BIN)/python -m tests.rack.demo
+	@echo "==> burst: the rack's slurmctld launches emulated cloud nodes for a 2-node job, then powers them down"
+	@$(BIN)/python -m tests.rack.demo_burst
 	@echo "demo done: node files in build/, CloudFormation in cdk.out/"
 
 lint: install  ## ruff and mypy --strict (ansible-lint runs in tests/ansible)
@@ -83,6 +85,7 @@ bench: install  ## benchmarks: figures and ratios, no pass/fail
 	$(BIN)/python bench/synth.py
 	$(BIN)/python bench/review.py
 	$(BIN)/python bench/rack.py
+	$(BIN)/python bench/burst.py --rack
 
 rack-up: install rack-deps  ## boot a test rack of N nodes (default 4) on this machine
 	$(BIN)/python -m tests.rack up $(N)

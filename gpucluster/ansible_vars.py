@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpucluster import names
+from gpucluster import __version__, names
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.onprem import HardwareProfile, OnPrem
 from gpucluster.clusterfile.nodes import Node, NodeGroup, node_groups
@@ -79,6 +79,18 @@ def _common_vars(cluster: Cluster, source: str) -> dict[str, Any]:
         "slurm_controller_accounting_enabled": cluster.slurm.accounting.enabled,
         "slurm_controller_slurmctld_port": cluster.slurm.slurmctld_port,
         "slurm_node_slurmd_port": cluster.slurm.slurmd_port,
+        **_power_vars(cluster),
+    }
+
+
+def _power_vars(cluster: Cluster) -> dict[str, Any]:
+    """The controller's power programs: on with cloud capacity, at this gpucluster's own version."""
+    if cluster.aws is None or not cluster.aws.capacity:
+        return {"slurm_controller_power_enabled": False}
+    return {
+        "slurm_controller_power_enabled": True,
+        "slurm_controller_power_requirement": f"gpucluster[power]=={__version__}",
+        "slurm_controller_reconcile_seconds": cluster.aws.burst.reconcile_seconds,
     }
 
 
@@ -89,6 +101,9 @@ def _slurm_package_vars(cluster: Cluster) -> dict[str, Any]:
         "slurm_common_package_signing_key": cluster.slurm.packages.signing_key or "",
         "slurm_common_slurm_uid": SLURM_UID,
         "slurm_common_munge_uid": MUNGE_UID,
+        "slurm_common_job_users": [
+            {"name": a.name, "uid": a.uid, "gid": a.group_id} for a in cluster.slurm.users.accounts
+        ],
     }
 
 

@@ -22,16 +22,6 @@ def stack_name(cluster_name: str, unit: str) -> str:
     return f"gpucluster-{cluster_name}-{unit}"
 
 
-def asg_prefix(cluster_name: str) -> str:
-    """Prefix of every Auto Scaling group name of the cluster (the alert rule filters on it)."""
-    return f"gpucluster-{cluster_name}-"
-
-
-def asg_name(cluster_name: str, group: str) -> str:
-    """Auto Scaling group name of one capacity group."""
-    return f"{asg_prefix(cluster_name)}{group}"
-
-
 def checkpoint_key_alias(cluster_name: str) -> str:
     """KMS alias of the checkpoint bucket's key."""
     return f"alias/gpucluster/{cluster_name}/checkpoints"
@@ -66,6 +56,15 @@ def image_key_alias(cluster_name: str) -> str:
 def image_resource_name(cluster_name: str, part: str) -> str:
     """Name of one Image Builder resource of the node image, e.g. `gpucluster-example-node-recipe`."""
     return f"gpucluster-{cluster_name}-node-{part}"
+
+
+POWER_BIN = "/opt/gpucluster/bin"  # the controller's virtual environment of the power programs
+POWER_CONFIG = "/etc/gpucluster/power.json"  # what the power programs know, rendered from the cluster file
+
+
+def power_partition(group: str) -> str:
+    """The hidden partition that carries a cloud group's power-saving times in slurm.conf."""
+    return f"power-{group}"
 
 
 def cloud_node_names(group: str, max_count: int) -> list[str]:

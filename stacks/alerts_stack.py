@@ -16,14 +16,12 @@ from stacks.parts.spot_interruption_rule import SpotInterruptionRule
 class AlertsStack(cdk.Stack):
     """Encrypted SNS topic fed by EventBridge (spot, rebalance, failed launches) and AWS Budgets."""
 
-    def __init__(
-        self, scope: Construct, id_: str, *, cluster_name: str, aws: Aws, group_prefix: str, **kwargs: Any
-    ) -> None:
+    def __init__(self, scope: Construct, id_: str, *, cluster_name: str, aws: Aws, **kwargs: Any) -> None:
         super().__init__(scope, id_, **kwargs)
         self.alerts = AlertTopic(
             self, "Alerts", cluster_name=cluster_name, emails=list(aws.interruption_emails)
         )
-        self.events = SpotInterruptionRule(self, "Events", topic=self.alerts.topic, group_prefix=group_prefix)
+        self.events = SpotInterruptionRule(self, "Events", topic=self.alerts.topic)
         self.budget = None
         if aws.budget is not None:
             self.budget = ClusterBudget(

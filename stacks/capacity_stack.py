@@ -10,10 +10,11 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.names import asg_name, capacity_parameter, image_ami_parameter, munge_key_parameter
+from gpucluster.names import capacity_parameter, image_ami_parameter, munge_key_parameter
 from gpucluster.render import render
 from stacks.checkpoint_stack import CheckpointExports
 from stacks.parts.acks import acknowledge
+from stacks.parts.controller_access import ControllerAccess
 from stacks.parts.gpu_group import GpuGroup
 from stacks.parts.head_node import HeadNode
 from stacks.parts.network import ClusterNetwork
@@ -66,9 +67,7 @@ class CapacityStack(cdk.Stack):
                 self,
                 group.name,
                 group=group,
-                asg_name=asg_name(cluster.name, group.name),
                 vpc=network.vpc,
-                subnet=network.gpu_subnet,
                 image=image,
                 role=self.node_role.role,
                 user_data=render(cluster, "aws", group=group.name, source=source)[USER_DATA],
@@ -77,6 +76,21 @@ class CapacityStack(cdk.Stack):
             for group in aws.capacity
         ]
         self.capacity_parameter = self._publish_capacity(cluster, network)
+        head_is_controller = aws.head_node is not None and aws.head_node.name == cluster.slurm.controller
+        self.controller: ControllerAccess | None = None
+        if aws.controller_access is not None or head_is_controller:
+            self.controller = ControllerAccess(
+                self,
+                "Controller",
+                cluster_name=cluster.name,
+                controller=cluster.slurm.controller,
+                launch_template_ids=[str(g.template.launch_template.launch_template_id) for g in self.groups],
+                node_role=self.node_role.role,
+                parameters=[capacity_parameter(cluster.name)],
+                writable_parameters=[munge_key_parameter(cluster.name)],
+                spec=aws.controller_access,
+                head_node=head_is_controller,
+            )
         self.head_node = None
         if aws.head_node is not None:
             self.head_node = HeadNode(
@@ -87,18 +101,25 @@ class CapacityStack(cdk.Stack):
                 subnet=network.gpu_subnet,
                 subnet_cidr=network.gpu_cidr,
                 image=image,
-                role=self.node_role.role,
+                role=self.controller.role if self.controller and head_is_controller else self.node_role.role,
                 security_group=self.node_security_group,
             )
 
     def _publish_capacity(self, cluster: Cluster, network: ClusterNetwork) -> ssm.StringParameter:
-        """Per group the launch template, subnets and placement group, for the power programs."""
+        """Per group what the power programs launch: template, subnets, placement, market, types, size.
+
+        The one deployed record of the groups: `stacks.summary` and the nag rules read it too.
+        """
         groups = {
             group.spec.name: {
                 "launch_template_id": group.template.launch_template.launch_template_id,
                 "subnet_ids": [network.gpu_subnet.subnet_id],
                 "placement_group": group.placement_group.ref if group.placement_group is not None else None,
                 "capacity_reservation_id": group.spec.capacity_reservation_id,
+                "market": group.spec.market,
+                "instance_types": [group.spec.instance_type, *group.spec.fallback_instance_types],
+                "min_count": group.spec.min_count,
+                "max_count": group.spec.max_count,
             }
             for group in self.groups
         }

@@ -8,7 +8,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.names import asg_prefix, stack_name
+from gpucluster.names import stack_name
 from stacks.alerts_stack import AlertsStack
 from stacks.capacity_stack import CapacityStack
 from stacks.checkpoint_stack import CheckpointStack
@@ -73,7 +73,6 @@ def build(app: cdk.App, cluster: Cluster, *, source: str) -> ClusterStacks:
         env=env,
         cluster_name=cluster.name,
         aws=aws,
-        group_prefix=asg_prefix(cluster.name),
     )
     image = None
     if aws.builds_image:

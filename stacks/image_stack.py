@@ -124,11 +124,14 @@ class ImageStack(cdk.Stack):
 
 
 def _allow_service_roles(key: kms.IKey) -> None:
-    """Image Builder encrypts the snapshots; Auto Scaling launches nodes from them (AWS's key policy)."""
+    """Image Builder encrypts the snapshots; EC2 Fleet launches nodes from them (AWS's key policy).
+
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-fleet-prerequisites.html#ec2-fleet-service-linked-roles
+    """
     account = cdk.Aws.ACCOUNT_ID
     for service, role in (
         ("imagebuilder.amazonaws.com", "AWSServiceRoleForImageBuilder"),
-        ("autoscaling.amazonaws.com", "AWSServiceRoleForAutoScaling"),
+        ("ec2fleet.amazonaws.com", "AWSServiceRoleForEC2Fleet"),
     ):
         principal = iam.ArnPrincipal(
             f"arn:{cdk.Aws.PARTITION}:iam::{account}:role/aws-service-role/{service}/{role}"

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
-from stacks.nag.launch_templates import asg_launch_template, data
+from stacks.nag.launch_templates import capacity_groups
 from stacks.nag.template import Template
-from stacks.tags import GROUP_TAG
 
 
 @dataclass(frozen=True)
 class GroupSummary:
-    """One Auto Scaling group as deployed: name, market, instance types and size range."""
+    """One capacity group as deployed: name, market, instance types and size range."""
 
     name: str
     market: str
@@ -49,33 +48,18 @@ def stacks(assembly: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _market(asg: dict[str, Any], lt: dict[str, Any]) -> str:
-    if data(lt).get("InstanceMarketOptions", {}).get("MarketType") == "capacity-block":
-        return "capacity-block"
-    distribution = asg.get("MixedInstancesPolicy", {}).get("InstancesDistribution", {})
-    return "spot" if distribution.get("OnDemandPercentageAboveBaseCapacity") == 0 else "on-demand"
-
-
 def groups(template: dict[str, Any]) -> list[GroupSummary]:
-    """Every Auto Scaling group of a template, with the types its launch template may start."""
-    view = Template(template)
-    found = []
-    for asg_id, asg in view.of_type("AWS::AutoScaling::AutoScalingGroup"):
-        lt_id, overrides = asg_launch_template(asg)
-        lt = view.properties(lt_id) or {}
-        own = data(lt).get("InstanceType")
-        types = overrides or ([own] if isinstance(own, str) else [])
-        tags = {t["Key"]: t["Value"] for t in asg.get("Tags", [])}
-        found.append(
-            GroupSummary(
-                name=tags.get(GROUP_TAG, asg_id),
-                market=_market(asg, lt),
-                instance_types=types,
-                min_count=int(asg.get("MinSize", 0)),
-                max_count=int(asg.get("MaxSize", 0)),
-            )
+    """Every capacity group the template's capacity parameter publishes for the power programs."""
+    return [
+        GroupSummary(
+            name=name,
+            market=str(record.get("market", "")),
+            instance_types=[str(t) for t in record.get("instance_types", [])],
+            min_count=int(record.get("min_count", 0)),
+            max_count=int(record.get("max_count", 0)),
         )
-    return found
+        for name, record in capacity_groups(Template(template)).items()
+    ]
 
 
 def render_summary(assembly: Path) -> str:

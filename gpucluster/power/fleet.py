@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 # Only throttling is retried: any other error is an answer (capacity, limits, a bad request).
 THROTTLING = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException"})
 T = TypeVar("T")
+TAG_WORKERS = 16
 
 
 @dataclass
@@ -57,7 +59,10 @@ def fleet_request(
         for s in deployed.subnet_ids
     ]
     all_or_nothing = {"SingleInstanceType": True, "SingleAvailabilityZone": True, "MinTargetCapacity": count}
-    market = "spot" if group.market == "spot" else "on-demand"
+    # A capacity block is its own capacity type; its reservation is named in the launch template, and
+    # the fleet must not name one again (EC2 rejects CapacityReservationOptions with capacity-block):
+    # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-fleet-launch-instances-capacity-blocks-walkthrough.html
+    capacity_type = {"spot": "spot", "capacity-block": "capacity-block"}.get(group.market, "on-demand")
     request: dict[str, Any] = {
         "Type": "instant",
         "LaunchTemplateConfigs": [
@@ -69,7 +74,10 @@ def fleet_request(
                 "Overrides": overrides,
             }
         ],
-        "TargetCapacitySpecification": {"TotalTargetCapacity": count, "DefaultTargetCapacityType": market},
+        "TargetCapacitySpecification": {
+            "TotalTargetCapacity": count,
+            "DefaultTargetCapacityType": capacity_type,
+        },
         "TagSpecifications": [
             {
                 "ResourceType": "instance",
@@ -80,11 +88,11 @@ def fleet_request(
             }
         ],
     }
-    if market == "spot":
+    if capacity_type == "spot":
         request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized", **all_or_nothing}
     else:
         request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price", **all_or_nothing}
-        if deployed.capacity_reservation_id is not None:
+        if capacity_type == "on-demand" and deployed.capacity_reservation_id is not None:
             request["OnDemandOptions"]["CapacityReservationOptions"] = {
                 "UsageStrategy": "use-capacity-reservations-first"
             }
@@ -119,14 +127,62 @@ def launch(
         )
         result.error = f"{code}: {message}"
         return result
-    for node, instance in zip(sorted(nodes), ids, strict=False):
-        with_throttle_retry(
-            lambda node=node, instance=instance: ec2.create_tags(  # type: ignore[misc]
-                Resources=[instance], Tags=[{"Key": NODE_TAG, "Value": node}, {"Key": "Name", "Value": node}]
-            )
-        )
-        result.instances[node] = instance
+    # One tag call per instance (each gets its own name), sixteen at a time: a 500-node job is tagged
+    # in seconds, not minutes. botocore clients are thread-safe.
+    pairs = list(zip(sorted(nodes), ids, strict=False))
+    with ThreadPoolExecutor(max_workers=TAG_WORKERS) as pool:
+        list(pool.map(lambda pair: _tag(ec2, *pair), pairs))
+    result.instances.update(pairs)
     return result
+
+
+def _tag(ec2: EC2Client, node: str, instance: str) -> None:
+    """Name one instance after its Slurm node (the node reads the tag at boot)."""
+    tags: list[Any] = [{"Key": NODE_TAG, "Value": node}, {"Key": "Name", "Value": node}]
+    with_throttle_retry(lambda: ec2.create_tags(Resources=[instance], Tags=tags))
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One EC2 instance of the cluster as the reconciler sees it."""
+
+    id: str
+    node: str | None  # its NODE_TAG; None before the ResumeProgram tagged it
+    state: str  # pending, running, shutting-down, terminated, stopping, stopped
+    address: str  # private IPv4 address ("" before one is assigned)
+    launched: float  # epoch seconds
+
+    @property
+    def live(self) -> bool:
+        """Pending or running: it costs money and may run a node."""
+        return self.state in ("pending", "running")
+
+
+def describe(ec2: EC2Client, config: PowerConfig) -> list[Instance]:
+    """Every instance tagged for this cluster, in any state EC2 still reports."""
+    found: list[Instance] = []
+    filters: list[Any] = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [config.cluster]}]
+    for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
+        for reservation in page["Reservations"]:
+            for instance in reservation["Instances"]:
+                tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}
+                found.append(
+                    Instance(
+                        id=instance["InstanceId"],
+                        node=tags.get(NODE_TAG),
+                        state=instance["State"]["Name"],
+                        address=instance.get("PrivateIpAddress", ""),
+                        launched=instance["LaunchTime"].timestamp(),
+                    )
+                )
+    return found
+
+
+def terminate_ids(ec2: EC2Client, ids: list[str]) -> None:
+    """Terminate instances by id, 500 per call (EC2's limit per request is 1000)."""
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        with_throttle_retry(lambda batch=batch: ec2.terminate_instances(InstanceIds=batch))  # type: ignore[misc]
 
 
 def instances_of(ec2: EC2Client, config: PowerConfig, nodes: list[str] | None = None) -> dict[str, list[str]]:
@@ -149,7 +205,5 @@ def instances_of(ec2: EC2Client, config: PowerConfig, nodes: list[str] | None = 
 def terminate(ec2: EC2Client, config: PowerConfig, nodes: list[str]) -> list[str]:
     """Terminate every live instance tagged as one of nodes in this cluster; returns their ids."""
     ids = sorted(i for node_ids in instances_of(ec2, config, nodes).values() for i in node_ids)
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
-        with_throttle_retry(lambda batch=batch: ec2.terminate_instances(InstanceIds=batch))  # type: ignore[misc]
+    terminate_ids(ec2, ids)
     return ids

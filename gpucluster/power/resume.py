@@ -23,6 +23,7 @@ from botocore.config import Config
 
 from gpucluster.power import capacity, config, fleet
 from gpucluster.power.hostlists import expand
+from gpucluster.power.log import log
 from gpucluster.power.slurm import Scontrol, Slurm
 from gpucluster.power.unavailable import Unavailable
 
@@ -103,22 +104,26 @@ def resume(
 
 def clients(cfg: config.PowerConfig) -> tuple[EC2Client, SSMClient]:
     """boto3 clients in the cluster's region, at the configured endpoint (an emulator in tests)."""
+    if "AWS_CONFIG_FILE" not in os.environ and Path(cfg.aws_config_file).is_file():
+        os.environ["AWS_CONFIG_FILE"] = cfg.aws_config_file
     session = boto3.session.Session(region_name=cfg.region)
     ec2 = session.client("ec2", endpoint_url=cfg.endpoint_url, config=NO_RETRIES)
     ssm = session.client("ssm", endpoint_url=cfg.endpoint_url, config=NO_RETRIES)
     return ec2, ssm
 
 
-def program_arguments(program: str, argv: list[str] | None) -> tuple[config.PowerConfig, str] | None:
-    """The configuration and slurmctld's one HOSTLIST argument; None (after a usage line) if wrong.
+def load_config() -> config.PowerConfig:
+    """GPUCLUSTER_POWER_CONFIG's file, else /etc/gpucluster/power.json."""
+    return config.load(Path(os.environ.get("GPUCLUSTER_POWER_CONFIG", str(config.DEFAULT_PATH))))
 
-    The configuration is GPUCLUSTER_POWER_CONFIG's file, else /etc/gpucluster/power.json.
-    """
+
+def program_arguments(program: str, argv: list[str] | None) -> tuple[config.PowerConfig, str] | None:
+    """The configuration and slurmctld's one HOSTLIST argument; None (after a usage line) if wrong."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print(f"usage: {program} HOSTLIST", file=sys.stderr)
         return None
-    return config.load(Path(os.environ.get("GPUCLUSTER_POWER_CONFIG", str(config.DEFAULT_PATH)))), args[0]
+    return load_config(), args[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if arguments is None:
         return 2
     cfg, hostlist = arguments
+    log(cfg.state_dir, "gpucluster-resume", f"start {hostlist}")
     ec2, ssm = clients(cfg)
     launches = resume(
         cfg, requests(hostlist, os.environ.get("SLURM_RESUME_FILE")), ec2=ec2, ssm=ssm, slurm=Scontrol()
@@ -134,4 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     for launch in launches:
         outcome = launch.error or " ".join(f"{n}={i}" for n, i in sorted(launch.instances.items()))
         print(f"{launch.group}: {outcome}")
+        log(cfg.state_dir, "gpucluster-resume", f"{launch.group}: {outcome}")
+    log(cfg.state_dir, "gpucluster-resume", f"done {hostlist}")
     return 0

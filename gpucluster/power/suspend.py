@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpucluster.power import fleet
 from gpucluster.power.hostlists import expand
+from gpucluster.power.log import log
 from gpucluster.power.resume import clients, program_arguments
 
 
@@ -16,5 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     ec2, _ = clients(cfg)
     nodes = [node for node in expand(hostlist) if cfg.group_of(node) is not None]
     terminated = fleet.terminate(ec2, cfg, nodes)
-    print(f"terminated {len(terminated)} instance(s) of {len(nodes)} node(s): {' '.join(terminated)}")
+    line = f"terminated {len(terminated)} instance(s) of {len(nodes)} node(s): {' '.join(terminated)}"
+    print(line)
+    log(cfg.state_dir, "gpucluster-suspend", f"{hostlist}: {line}")
     return 0

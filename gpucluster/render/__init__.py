@@ -12,6 +12,7 @@ from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import NodeGroup, group_of_host, node_groups
 from gpucluster.names import NODE_TAG, munge_key_parameter
+from gpucluster.power.config import from_cluster as power_config
 from gpucluster.render.context import onprem_hosts, slurm_context
 from gpucluster.render.fabric import fabric_context
 from gpucluster.render.node_files import BY_PATH, NODE_FILES, files_of
@@ -24,6 +25,7 @@ TEMPLATES_DIR: Final = Path(__file__).resolve().parent / "templates"
 SHARED_FILES: Final = tuple(f.path for f in files_of("shared"))
 ONPREM_FILES: Final = tuple(f.path for f in files_of("onprem"))
 GROUP_FILES: Final = tuple(f.path for f in files_of("group"))
+CONTROLLER_FILES: Final = tuple(f.path for f in files_of("controller"))
 DESTINATIONS: Final = {f.path: f.label for f in NODE_FILES}
 
 
@@ -63,6 +65,7 @@ def render(
 
     With neither host nor group: the cluster-wide files only. With a host or node group of the
     target: the cluster-wide files, that group's fabric files and, for aws, its cloud-init user data.
+    The cluster-wide set (what the controller and service hosts receive) adds the controller's files.
     """
     source = source or f"clusters/{cluster.name}.yaml"
     chosen = _choose_group(cluster, target, host, group)
@@ -71,7 +74,7 @@ def render(
     if target == "onprem" and cluster.onprem is not None:
         out.update(_render_onprem(cluster, source))
     if chosen is None:
-        return out
+        return {**out, **_render_controller(cluster, source)}
     out.update(_render_group(cluster, chosen, source, files))
     return out
 
@@ -106,17 +109,26 @@ def _render_onprem(cluster: Cluster, source: str) -> dict[str, str]:
     return {path: _render_one(path, source, context) for path in ONPREM_FILES}
 
 
+def _render_controller(cluster: Cluster, source: str) -> dict[str, str]:
+    if cluster.aws is None or not cluster.aws.capacity:
+        return {}
+    context: dict[str, object] = {"power": power_config(cluster)}
+    return {path: _render_one(path, source, context) for path in CONTROLLER_FILES}
+
+
 def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[str, str]) -> dict[str, str]:
     context = {"cluster": cluster, "group": group, "fabric": fabric_context(cluster, group)}
     out = {path: _render_one(path, source, context) for path in GROUP_FILES}
     if group.site == "aws":
-        files = [(BY_PATH[p], text) for p, text in {**shared, **out}.items()]
+        # Slurm's own files come from slurmctld (configless): a node always runs its current version.
+        files = [(BY_PATH[p], text) for p, text in {**shared, **out}.items() if not BY_PATH[p].configless]
         cloud = {
             **context,
             "files": files,
             "hostlist": compress(list(group.hosts)),
             "munge_key_parameter": munge_key_parameter(cluster.name),
             "node_tag": NODE_TAG,
+            "slurm": slurm_context(cluster),
         }
         out["cloud-init/user-data"] = _render_one("cloud-init/user-data", source, cloud)
     return out

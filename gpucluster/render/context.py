@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from ipaddress import IPv4Address
+from typing import Final
 
 from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import NodeGroup, node_groups
+from gpucluster.names import POWER_BIN, power_partition
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class NodeLine:
     gres: str
     features: str
     cloud: bool
+    weight: int  # Slurm fills lower weights first: racks, then paid-for blocks, spot, on-demand
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,29 @@ class PartitionLine:
 
 
 @dataclass(frozen=True)
+class PowerGroupLine:
+    """A hidden, inactive partition that carries one cloud group's power settings (no jobs run in it)."""
+
+    name: str
+    hostlist: str
+    suspend_time_s: int
+    resume_timeout_s: int
+
+
+@dataclass(frozen=True)
+class PowerLines:
+    """Slurm power saving for the cloud groups: programs, rates and each group's times."""
+
+    resume_program: str
+    suspend_program: str
+    resume_timeout_s: int  # the longest group's; each group's own is on its partition
+    resume_rate: int
+    suspend_rate: int
+    exclude_nodes: str  # rack nodes and each cloud group's min_count static nodes: never powered down
+    groups: tuple[PowerGroupLine, ...]
+
+
+@dataclass(frozen=True)
 class SlurmContext:
     """Everything slurm.conf, gres.conf and topology.conf are made of."""
 
@@ -49,6 +75,7 @@ class SlurmContext:
     partitions: tuple[PartitionLine, ...]
     has_cloud_nodes: bool
     max_node_count: int
+    power: PowerLines | None
 
 
 def onprem_hosts(cluster: Cluster) -> list[ControllerHost]:
@@ -70,10 +97,42 @@ def _host_address(cluster: Cluster, name: str) -> ControllerHost:
     raise ValueError(f"host {name!r} has no address (the loader should have rejected this)")
 
 
-def _node_line(group: NodeGroup) -> NodeLine:
+# Node weights by market: Slurm allocates the lowest weight first, so a job that may run on several
+# groups uses the racks, then capacity it has paid for, then spot, and on-demand last.
+WEIGHTS: Final = {"onprem": 1, "capacity-block": 10, "spot": 50, "on-demand": 100}
+
+
+def _node_line(group: NodeGroup, market: str) -> NodeLine:
     gres = f"gpu:{group.gpu.slurm_type}:{group.gpu_count}" if group.gpu_count else ""
     features = ",".join([group.site, group.name, group.gpu.slurm_type])
-    return NodeLine(group, compress(list(group.hosts)), gres, features, group.site == "aws")
+    return NodeLine(group, compress(list(group.hosts)), gres, features, group.site == "aws", WEIGHTS[market])
+
+
+def _power_lines(cluster: Cluster, groups: dict[str, NodeGroup]) -> PowerLines | None:
+    if cluster.aws is None or not cluster.aws.capacity:
+        return None
+    lines = tuple(
+        PowerGroupLine(
+            power_partition(group.name),
+            compress(list(groups[group.name].hosts)),
+            group.idle_minutes * 60,
+            group.resume_timeout_s,
+        )
+        for group in cluster.aws.capacity
+    )
+    rack_hosts = [h for g in groups.values() if g.site == "onprem" for h in g.hosts]
+    # A group's first min_count nodes are static: never suspended (the reconciler keeps them powered up).
+    static = [h for group in cluster.aws.capacity for h in groups[group.name].hosts[: group.min_count]]
+    excluded = rack_hosts + static
+    return PowerLines(
+        resume_program=f"{POWER_BIN}/gpucluster-resume",
+        suspend_program=f"{POWER_BIN}/gpucluster-suspend",
+        resume_timeout_s=max(line.resume_timeout_s for line in lines),
+        resume_rate=cluster.aws.burst.resume_rate,
+        suspend_rate=cluster.aws.burst.suspend_rate,
+        exclude_nodes=compress(excluded) if excluded else "",
+        groups=lines,
+    )
 
 
 def slurm_context(cluster: Cluster) -> SlurmContext:
@@ -89,6 +148,7 @@ def slurm_context(cluster: Cluster) -> SlurmContext:
         for p in cluster.slurm.partitions
     )
     accounting = cluster.slurm.accounting
+    markets = {g.name: g.market for g in cluster.aws.capacity} if cluster.aws else {}
     return SlurmContext(
         controller=_host_address(cluster, cluster.slurm.controller),
         accounting_host=(
@@ -96,8 +156,9 @@ def slurm_context(cluster: Cluster) -> SlurmContext:
             if accounting.enabled
             else None
         ),
-        nodes=tuple(_node_line(g) for g in groups.values()),
+        nodes=tuple(_node_line(g, markets.get(g.name, "onprem")) for g in groups.values()),
         partitions=partitions,
         has_cloud_nodes=any(g.site == "aws" for g in groups.values()),
         max_node_count=sum(len(g.hosts) for g in groups.values()),
+        power=_power_lines(cluster, groups),
     )

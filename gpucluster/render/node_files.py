@@ -15,7 +15,7 @@ from typing import Final, Literal
 
 from gpucluster.clusterfile.hostlist import expand
 
-Scope = Literal["shared", "onprem", "group", "cloud"]
+Scope = Literal["shared", "onprem", "group", "cloud", "controller"]
 
 
 class Action(StrEnum):
@@ -50,6 +50,10 @@ class NodeFile:
     group: str = "root"
     mode: str = "0644"
     managed_block: bool = False  # written as a marked block inside a file the OS owns
+    also: tuple[str, ...] = ()  # further roles that write it (the controller serves configless files)
+    # slurmctld serves it to configless slurmd (cloud nodes fetch it, never carry it):
+    # https://slurm.schedmd.com/configless_slurm.html
+    configless: bool = False
 
     @property
     def label(self) -> str:
@@ -146,17 +150,53 @@ def _nothing(_: Change) -> frozenset[Action]:
     return frozenset({Action.NONE})
 
 
+SLURM_ETC: Final = "/etc/slurm/"
 NODE_FILES: Final[tuple[NodeFile, ...]] = (
-    NodeFile("slurm/slurm.conf", "/etc/slurm/slurm.conf", "shared", "slurm_common", _slurm_conf),
-    NodeFile("slurm/cgroup.conf", "/etc/slurm/cgroup.conf", "shared", "slurm_common", _slurmd_restart),
-    NodeFile("slurm/topology.conf", "/etc/slurm/topology.conf", "shared", "slurm_common", _reconfigure),
+    NodeFile(
+        "slurm/slurm.conf", SLURM_ETC + "slurm.conf", "shared", "slurm_common", _slurm_conf, configless=True
+    ),
+    NodeFile(
+        "slurm/cgroup.conf",
+        SLURM_ETC + "cgroup.conf",
+        "shared",
+        "slurm_common",
+        _slurmd_restart,
+        configless=True,
+    ),
+    NodeFile(
+        "slurm/topology.conf",
+        SLURM_ETC + "topology.conf",
+        "shared",
+        "slurm_common",
+        _reconfigure,
+        configless=True,
+    ),
     # Run for every task, so a new version takes effect with the next task.
     NodeFile("slurm/task_prolog", "/etc/slurm/task_prolog", "shared", "slurm_common", _nothing, mode="0755"),
-    NodeFile("slurm/gres.conf", "/etc/slurm/gres.conf", "shared", "slurm_node", _gres_conf),
+    # The controller writes it too: slurmctld reads it, and serves it to configless cloud nodes.
+    NodeFile(
+        "slurm/gres.conf",
+        SLURM_ETC + "gres.conf",
+        "shared",
+        "slurm_node",
+        _gres_conf,
+        also=("slurm_controller",),
+        configless=True,
+    ),
     NodeFile("net/hosts", "/etc/hosts", "onprem", "slurm_common", _nothing, managed_block=True),
     NodeFile("nccl/nccl.conf", "/etc/nccl.conf", "group", "gpu_nccl", _nothing),
     NodeFile("nccl/fabric.env", "/etc/gpucluster/fabric.env", "group", "gpu_nccl", _nothing),
     NodeFile("cloud-init/user-data", "(EC2 user data)", "cloud", "", _nothing),
+    # The power programs read it at every call (clusters with cloud capacity only).
+    NodeFile(
+        "power/power.json",
+        "/etc/gpucluster/power.json",
+        "controller",
+        "slurm_controller",
+        _nothing,
+        group="slurm",
+        mode="0640",
+    ),
 )
 BY_PATH: Final = {f.path: f for f in NODE_FILES}
 
@@ -201,5 +241,5 @@ def role_records(role: str, rendered: dict[str, str]) -> list[dict[str, object]]
             "content": rendered[f.path],
         }
         for f in NODE_FILES
-        if f.role == role and f.path in rendered
+        if role in (f.role, *f.also) and f.path in rendered
     ]

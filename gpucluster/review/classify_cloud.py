@@ -15,8 +15,11 @@ STATEFUL = {
     "AWS::EFS::FileSystem",
     "AWS::RDS::DBInstance",
 }
-INSTANCES = {"AWS::EC2::LaunchTemplate", "AWS::AutoScaling::AutoScalingGroup", "AWS::EC2::Instance"}
-CAPACITY_PROPS = {"MinSize", "MaxSize", "DesiredCapacity", "MixedInstancesPolicy"}
+INSTANCES = {"AWS::EC2::Instance"}
+# The power programs launch every cloud node from its group's launch template when Slurm resumes it:
+# a changed template changes nothing that runs (stacks/parts/gpu_group.py).
+LAUNCH_TEMPLATE = "AWS::EC2::LaunchTemplate"
+NEW_INSTANCES = "new instances from now on (running nodes keep theirs until they power down)"
 DESTRUCTIVE = {"WILL_REPLACE", "MAY_REPLACE", "WILL_DESTROY", "WILL_ORPHAN"}
 # A new or changed recipe or image builds a new AMI (stacks/image_stack.py).
 IMAGE_BUILD = {"AWS::ImageBuilder::ImageRecipe", "AWS::ImageBuilder::Image"}
@@ -38,6 +41,9 @@ def classify_resource(change: ResourceChange) -> list[Finding]:
     """The findings of one resource change (a resource can be both data-loss and security)."""
     where = f"`{change.stack}/{change.logical_id}` ({change.type})"
     out = _stateful(change, where) + _security(change, where)
+    if change.type == LAUNCH_TEMPLATE:
+        verb = {"add": "created", "remove": "removed"}.get(change.change, "changed")
+        return [*out, Finding("in-place", f"{where} {verb}: {NEW_INSTANCES}", _props(change))]
     if change.type in INSTANCES:
         out += _instances(change, where)
     if not any(f.kind in ("data-loss", "replace") for f in out):
@@ -62,15 +68,8 @@ def _stateful(change: ResourceChange, where: str) -> list[Finding]:
 
 
 def _instances(change: ResourceChange, where: str) -> list[Finding]:
-    if change.change == "add" and change.type == "AWS::AutoScaling::AutoScalingGroup":
-        props = change.new.get("Properties", {})
-        return [Finding("replace", f"{where} new capacity: {_size(props)}")]
     if change.change == "remove" or change.impact in DESTRUCTIVE:
-        return [Finding("replace", f"{where} {change.change} ({change.impact}): its instances are replaced")]
-    sized = [p for p in change.properties if p.name in CAPACITY_PROPS]
-    if sized:
-        lines = [f"{p.name}: {_short(p.old)} → {_short(p.new)}" for p in sized]
-        return [Finding("replace", f"{where} capacity change: " + "; ".join(lines))]
+        return [Finding("replace", f"{where} {change.change} ({change.impact}): the instance is replaced")]
     return []
 
 
@@ -96,10 +95,6 @@ def _image_id_changed(change: ResourceChange) -> bool:
         r.get("Properties", {}).get("LaunchTemplateData", {}).get("ImageId") for r in (change.old, change.new)
     )
     return bool(old != new)
-
-
-def _size(props: dict[str, Any]) -> str:
-    return f"min {props.get('MinSize', '?')}, max {props.get('MaxSize', '?')}"
 
 
 def _security(change: ResourceChange, where: str) -> list[Finding]:
@@ -144,8 +139,3 @@ def _opens(line: str) -> bool:
 
 def _props(change: ResourceChange) -> list[str]:
     return [f"{p.name}: {p.impact or 'update'}" for p in change.properties]
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else value
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,7 +1,8 @@
-"""Shared facts about launch templates: their interfaces, instance types and the groups that use them."""
+"""Shared facts about launch templates: their interfaces, instance types and the groups that launch them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from stacks.nag.template import Json, Template, ref_target
@@ -26,24 +27,37 @@ def has_efa(props: Json) -> bool:
     return any(i.get("InterfaceType") in EFA_TYPES for i in interfaces(props))
 
 
-def asg_launch_template(props: Json) -> tuple[str | None, list[str]]:
-    """(launch template logical id, override instance types) of an Auto Scaling group."""
-    if "LaunchTemplate" in props:
-        return ref_target(props["LaunchTemplate"].get("LaunchTemplateId")), []
-    mixed = props.get("MixedInstancesPolicy", {}).get("LaunchTemplate", {})
-    spec = mixed.get("LaunchTemplateSpecification", {})
-    types = [o["InstanceType"] for o in mixed.get("Overrides", []) if isinstance(o.get("InstanceType"), str)]
-    return ref_target(spec.get("LaunchTemplateId")), types
+def _flatten(value: object) -> str:
+    """A parameter value as text: a Ref becomes its logical id, any other intrinsic an empty string."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(_flatten(p) for p in parts)
+    return ref_target(value) or ""
+
+
+def capacity_groups(template: Template) -> dict[str, Json]:
+    """The capacity parameter's groups (what the power programs launch), launch templates as logical ids.
+
+    The capacity stack publishes one JSON parameter per cluster; instance types, subnets and placement
+    groups of a launch are there, not in an Auto Scaling group.
+    """
+    for _, props in template.of_type("AWS::SSM::Parameter"):
+        name = props.get("Name")
+        if isinstance(name, str) and name.endswith("/capacity"):
+            groups: dict[str, Json] = json.loads(_flatten(props.get("Value", ""))).get("groups", {})
+            return groups
+    return {}
 
 
 def instance_types(template: Template, lt_id: str) -> list[str]:
-    """Every instance type a launch template may start: its own and its groups' and fleets' overrides."""
+    """Every instance type a launch template may start: its own and its group's and fleets' overrides."""
     props = template.properties(lt_id) or {}
     found = [data(props)["InstanceType"]] if isinstance(data(props).get("InstanceType"), str) else []
-    for _, asg in template.of_type("AWS::AutoScaling::AutoScalingGroup"):
-        used, overrides = asg_launch_template(asg)
-        if used == lt_id:
-            found += overrides
+    for group in capacity_groups(template).values():
+        if group.get("launch_template_id") == lt_id:
+            found += [t for t in group.get("instance_types", []) if isinstance(t, str)]
     for _, fleet in template.of_type("AWS::EC2::EC2Fleet"):
         for config in fleet.get("LaunchTemplateConfigs", []):
             if ref_target(config.get("LaunchTemplateSpecification", {}).get("LaunchTemplateId")) == lt_id:
@@ -51,10 +65,9 @@ def instance_types(template: Template, lt_id: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def efa_groups(template: Template) -> Iterator[tuple[str, Json, str, Json]]:
-    """(ASG id, ASG properties, launch template id, launch template properties) for EFA groups."""
-    for asg_id, asg in template.of_type("AWS::AutoScaling::AutoScalingGroup"):
-        lt_id, _ = asg_launch_template(asg)
-        lt = template.properties(lt_id)
-        if lt_id is not None and lt is not None and has_efa(lt):
-            yield asg_id, asg, lt_id, lt
+def efa_groups(template: Template) -> Iterator[tuple[str, Json, Json]]:
+    """(launch template id, launch template properties, its capacity record or {}) of EFA templates."""
+    records = {g.get("launch_template_id"): g for g in capacity_groups(template).values()}
+    for lt_id, lt in template.of_type("AWS::EC2::LaunchTemplate"):
+        if has_efa(lt):
+            yield lt_id, lt, records.get(lt_id, {})

@@ -5,32 +5,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from stacks.nag.launch_templates import data, efa_groups
-from stacks.nag.template import Finding, Json, Rule, Template, ref_target
-
-
-def _placement_group(template: Template, asg: Json, lt: Json) -> object:
-    """The placement group the ASG or its launch template names, if any."""
-    return asg.get("PlacementGroup") or data(lt).get("Placement", {}).get("GroupName")
+from stacks.nag.template import Finding, Rule, Template, ref_target
 
 
 def check(template: Template) -> Iterator[Finding]:
     """Single subnet (one AZ); a cluster placement group, except for capacity blocks which forbid one."""
-    for asg_id, asg, _, lt in efa_groups(template):
-        subnets = asg.get("VPCZoneIdentifier", [])
-        zones = asg.get("AvailabilityZones", [])
-        if len(subnets) != 1 and len(zones) != 1:
-            yield asg_id, f"EFA group spans {len(subnets) or len(zones)} subnets/zones; EFA needs one AZ"
-        group = _placement_group(template, asg, lt)
+    for lt_id, lt, record in efa_groups(template):
+        subnets = record.get("subnet_ids", [])
+        if len(subnets) > 1:
+            yield lt_id, f"EFA group spans {len(subnets)} subnets; EFA needs one AZ"
+        group = data(lt).get("Placement", {}).get("GroupName")
         capacity_block = data(lt).get("InstanceMarketOptions", {}).get("MarketType") == "capacity-block"
         if capacity_block:
             if group:
-                yield asg_id, "capacity block with a placement group: AWS rejects the launch"
+                yield lt_id, "capacity block with a placement group: AWS rejects the launch"
             continue
         pg = template.properties(ref_target(group))
         if template.type_of(ref_target(group)) != "AWS::EC2::PlacementGroup" or pg is None:
-            yield asg_id, "EFA group without a cluster placement group in this template"
+            yield lt_id, "EFA group without a cluster placement group in this template"
         elif pg.get("Strategy") != "cluster":
-            yield asg_id, f"placement group strategy is {pg.get('Strategy')!r}, EFA needs 'cluster'"
+            yield lt_id, f"placement group strategy is {pg.get('Strategy')!r}, EFA needs 'cluster'"
 
 
 RULE = Rule(

@@ -1,8 +1,12 @@
-"""One capacity group: cluster placement group, EFA security group, launch template, Auto Scaling group."""
+"""One capacity group: cluster placement group, EFA security group and launch template.
+
+No Auto Scaling group: the controller's power programs launch a group's instances with instant EC2 Fleet
+from its launch template when Slurm resumes nodes, and terminate them when Slurm suspends them, so no
+scale-in or capacity rebalancing can take an instance that runs a job.
+"""
 
 from __future__ import annotations
 
-from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -11,30 +15,10 @@ from gpucluster.clusterfile.model.aws import CapacityGroup
 from stacks.parts.acks import acknowledge
 from stacks.parts.efa_security_group import EfaSecurityGroup
 from stacks.parts.gpu_launch_template import GpuLaunchTemplate
-from stacks.tags import GROUP_TAG
-
-ASG_REASONS = {
-    "AwsSolutions::AwsSolutions-EC26": (
-        "cdk-nag cannot follow the ASG's launch-template reference and throws; the launch template's "
-        "root volume is encrypted gp3 (asserted in tests/stacks/test_capacity.py)."
-    ),
-    "AwsSolutions::AwsSolutions-AS3": (
-        "Failed launches and terminations reach the alerts topic through EventBridge (alerts stack); "
-        "ordinary scaling is driven and logged by Slurm power saving."
-    ),
-    "NIST.800.53.R5::NIST.800.53.R5-EC2IMDSv2Enabled": (
-        "IMDSv2 is required in the launch template (HttpTokens required), which the rule does not follow "
-        "from the ASG; enforced by GpuCluster-Imdsv2."
-    ),
-}
 
 
 class GpuGroup(Construct):
-    """Instances of one capacity group, in one subnet (one AZ), launched by an Auto Scaling group.
-
-    On-demand and spot use a mixed-instances policy over the primary and fallback types (spot with
-    price-capacity-optimized); capacity blocks launch the reserved type from the launch template.
-    """
+    """What instances of one capacity group launch from, in one subnet (one AZ)."""
 
     def __init__(
         self,
@@ -42,9 +26,7 @@ class GpuGroup(Construct):
         id_: str,
         *,
         group: CapacityGroup,
-        asg_name: str,
         vpc: ec2.IVpc,
-        subnet: ec2.ISubnet,
         image: ec2.IMachineImage,
         role: iam.IRole,
         user_data: str,
@@ -65,30 +47,8 @@ class GpuGroup(Construct):
             user_data=user_data,
             efa_group=self.efa_security_group,
             node_group=node_group,
-        )
-        launch_template, mixed_policy = self._launch_props()
-        self.auto_scaling_group = autoscaling.CfnAutoScalingGroup(
-            self,
-            "Group",
-            auto_scaling_group_name=asg_name,
-            min_size=str(group.min_count),
-            max_size=str(group.max_count),
-            vpc_zone_identifier=[subnet.subnet_id],
             placement_group=self.placement_group.ref if self.placement_group else None,
-            capacity_rebalance=True if group.market == "spot" else None,
-            health_check_type="EC2",
-            tags=[
-                autoscaling.CfnAutoScalingGroup.TagPropertyProperty(
-                    key="Name", value=asg_name, propagate_at_launch=True
-                ),
-                autoscaling.CfnAutoScalingGroup.TagPropertyProperty(
-                    key=GROUP_TAG, value=group.name, propagate_at_launch=True
-                ),
-            ],
-            launch_template=launch_template,
-            mixed_instances_policy=mixed_policy,
         )
-        acknowledge(self.auto_scaling_group, ASG_REASONS)
         acknowledge(
             self.efa_security_group,
             {
@@ -98,35 +58,3 @@ class GpuGroup(Construct):
                 ),
             },
         )
-
-    def _launch_props(
-        self,
-    ) -> tuple[
-        autoscaling.CfnAutoScalingGroup.LaunchTemplateSpecificationProperty | None,
-        autoscaling.CfnAutoScalingGroup.MixedInstancesPolicyProperty | None,
-    ]:
-        """Either a plain launch template (capacity blocks) or a mixed-instances policy."""
-        lt = self.template.launch_template
-        spec = autoscaling.CfnAutoScalingGroup.LaunchTemplateSpecificationProperty(
-            launch_template_id=lt.launch_template_id, version=lt.latest_version_number
-        )
-        if self.spec.market == "capacity-block":
-            return spec, None
-        types = [self.spec.instance_type, *self.spec.fallback_instance_types]
-        spot = self.spec.market == "spot"
-        policy = autoscaling.CfnAutoScalingGroup.MixedInstancesPolicyProperty(
-            launch_template=autoscaling.CfnAutoScalingGroup.LaunchTemplateProperty(
-                launch_template_specification=spec,
-                overrides=[
-                    autoscaling.CfnAutoScalingGroup.LaunchTemplateOverridesProperty(instance_type=t)
-                    for t in types
-                ],
-            ),
-            instances_distribution=autoscaling.CfnAutoScalingGroup.InstancesDistributionProperty(
-                on_demand_base_capacity=0,
-                on_demand_percentage_above_base_capacity=0 if spot else 100,
-                on_demand_allocation_strategy="prioritized",
-                spot_allocation_strategy="price-capacity-optimized" if spot else None,
-            ),
-        )
-        return None, policy

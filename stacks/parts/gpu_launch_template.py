@@ -54,6 +54,7 @@ class GpuLaunchTemplate(Construct):
         user_data: str,
         efa_group: ec2.ISecurityGroup,
         node_group: ec2.ISecurityGroup,
+        placement_group: str | None = None,
     ) -> None:
         super().__init__(scope, id_)
         self.interfaces = interfaces_for(group, INSTANCE_TYPES[group.instance_type])
@@ -90,12 +91,14 @@ class GpuLaunchTemplate(Construct):
         )
         for path, value in market_options(group).items():
             cfn.add_property_override(f"LaunchTemplateData.{path}", value)
+        if placement_group is not None:
+            cfn.add_property_override("LaunchTemplateData.Placement.GroupName", placement_group)
         if group.instance_type in CFN_LINT_UNLISTED_TYPES:
             cfn.add_metadata("cfn-lint", {"config": {"ignore_checks": ["E3628"]}})
 
 
 def market_options(group: CapacityGroup) -> dict[str, Any]:
-    """Launch-template market settings: capacity blocks and reservations live here; spot lives in the ASG."""
+    """Launch-template market settings: capacity blocks and reservations live here; spot is the fleet's."""
     options: dict[str, Any] = {}
     if group.market == "capacity-block":
         options["InstanceMarketOptions"] = {"MarketType": "capacity-block"}

@@ -129,3 +129,16 @@ def test_a_cloud_head_node_controller_needs_no_path_to_the_racks() -> None:
     cloud_only = yaml.safe_load((ROOT / "clusters" / "cloud-only.yaml").read_text())
     assert "vpn" not in cloud_only["aws"] and "transit_gateway_id" not in cloud_only["aws"]
     assert _load(cloud_only).aws is not None
+
+
+def test_an_onprem_controller_with_cloud_capacity_names_its_credentials_anchor() -> None:
+    data = copy.deepcopy(EXAMPLE)
+    del data["aws"]["controller_access"]
+    errors = _errors(data)
+    assert any(": aws.controller_access: " in e and "Roles Anywhere" in e for e in errors), errors
+    data["aws"]["controller_access"] = {}
+    assert any("exactly one trust anchor" in e for e in _errors(data))
+    data["aws"]["controller_access"] = {
+        "ca_certificate": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    }
+    assert _load(data).aws is not None

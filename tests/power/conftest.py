@@ -16,6 +16,7 @@ from moto import mock_aws
 
 from gpucluster.clusterfile import load
 from gpucluster.power import config
+from gpucluster.power.slurm import NodeState
 from tests.conftest import ROOT
 
 
@@ -30,13 +31,26 @@ class Aws:
 
 
 class RecordingSlurm:
-    """Records what the power programs tell slurmctld (the rack tests use the real scontrol)."""
+    """Answers node states as a test sets them and records what the power programs tell slurmctld
+    (the rack tests use the real scontrol)."""
 
     def __init__(self) -> None:
         self.down: list[tuple[list[str], str]] = []
+        self.returned: list[str] = []
+        self.powered_up: list[str] = []
+        self.states: dict[str, NodeState] = {}
 
     def set_down(self, nodes: list[str], reason: str) -> None:
         self.down.append((list(nodes), reason))
+
+    def power_down(self, nodes: list[str]) -> None:
+        self.returned += nodes
+
+    def power_up(self, nodes: list[str]) -> None:
+        self.powered_up += nodes
+
+    def nodes(self) -> dict[str, NodeState]:
+        return dict(self.states)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from gpucluster.names import GROUP_TAG, NODE_TAG
-from gpucluster.power import fleet, resume
+from gpucluster.power import capacity, config, fleet, resume
 from gpucluster.power.resume import Request
 from gpucluster.power.unavailable import Unavailable
 from tests.power.conftest import Aws, RecordingSlurm
@@ -102,6 +103,26 @@ def test_the_fleet_request_is_all_or_nothing_in_one_type_and_zone(aws: Aws) -> N
     overrides = request["LaunchTemplateConfigs"][0]["Overrides"]
     assert [o["InstanceType"] for o in overrides] == ["p5.48xlarge", "p5e.48xlarge"]
     assert {o["SubnetId"] for o in overrides} == {aws.subnet}
+
+
+def test_a_capacity_block_launches_as_its_own_capacity_type_without_reservation_options(aws: Aws) -> None:
+    # EC2 rejects CapacityReservationOptions with capacity-block; the block is named in the launch template.
+    block = config.GroupConfig(
+        name="h200-block", market="capacity-block", instance_types=("p5e.48xlarge",), max_count=2
+    )
+    deployed = capacity.DeployedGroup(
+        launch_template_id="lt-0123", subnet_ids=(aws.subnet,), capacity_reservation_id="cr-0123456789abcdef0"
+    )
+    request = fleet.fleet_request(aws.cfg, block, deployed, 2)
+    assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "capacity-block"
+    assert "CapacityReservationOptions" not in request["OnDemandOptions"]
+    assert request["OnDemandOptions"]["MinTargetCapacity"] == 2
+    reserved = dataclasses.replace(block, market="on-demand")
+    on_demand = fleet.fleet_request(aws.cfg, reserved, deployed, 2)
+    assert on_demand["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
+    assert on_demand["OnDemandOptions"]["CapacityReservationOptions"] == {
+        "UsageStrategy": "use-capacity-reservations-first"
+    }
 
 
 def test_no_capacity_downs_the_nodes_with_the_code_and_skips_the_group(

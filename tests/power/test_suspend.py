@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,11 @@ def test_suspend_terminates_the_named_nodes_only(
     monkeypatch.setenv("GPUCLUSTER_POWER_CONFIG", str(config_file))
     assert suspend.main(["p5-od-[1-2],gpu-a01"]) == 0
     assert "terminated 2 instance(s) of 2 node(s)" in capsys.readouterr().out
+    # slurmctld keeps no program output: the state directory's log has the line.
+    logged = (Path(aws.cfg.state_dir) / "power.log").read_text()
+    assert re.search(
+        r"^\S+Z gpucluster-suspend: p5-od-\[1-2\],gpu-a01: terminated 2 instance", logged, re.M
+    ), logged
     assert _states(aws) == {
         "example/p5-od-1": "terminated",
         "example/p5-od-2": "terminated",

@@ -17,7 +17,10 @@ from pathlib import Path
 
 from tests.rack.image import ensure_image
 from tests.rack.node import Node
+from tests.rack.rack import Rack
 from tests.rack.sh import run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 IMAGE_ROOT = Path("/var/lib/gpucluster-rack-images/cloud-node")
 
@@ -47,6 +50,24 @@ class CloudImage:
     def lowerdir(self) -> str:
         """The overlay lowerdir option for a node booted from this image."""
         return f"{self.layer}:{self.base}"
+
+
+def build(rack: Rack, node: str, variables: dict[str, object], *extra: str) -> tuple[int, str]:
+    """Run the image playbook on one rack node, as EC2 Image Builder runs it (an inventory of one host)."""
+    extra_vars = rack.state / "image-vars.json"
+    extra_vars.write_text(json.dumps({**variables, "gpucluster_image_hosts": node}))
+    return rack.in_bridge(
+        [
+            str(ROOT / ".venv/bin/ansible-playbook"),
+            "-i",
+            f"{node},",
+            str(ROOT / "ansible/playbooks/image.yml"),
+            "-e",
+            f"@{extra_vars}",
+            *extra,
+        ],
+        env={**rack.ansible_env(), "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+    )
 
 
 def save(node: Node, image_vars: dict[str, object], root: Path = IMAGE_ROOT) -> CloudImage:

@@ -76,15 +76,22 @@ def _declare_gpus(root: Path, count: int) -> None:
         link.symlink_to(f"/etc/systemd/system/{unit.name}")
 
 
-def boot(node: Node) -> int:
-    """Start systemd-nspawn --boot inside the node's own cgroup and namespace; return its PID."""
+def boot(node: Node, *, fresh_clock: bool = False, capabilities: tuple[str, ...] = ()) -> int:
+    """Start systemd-nspawn --boot inside the node's own cgroup and namespace; return its PID.
+
+    fresh_clock: a time namespace whose boot time is now. Containers share the host kernel's uptime, and
+    slurmctld accepts a resumed cloud node only if it booted after the resume request.
+    capabilities: more than nspawn's default set, e.g. CAP_NET_ADMIN for a node's own firewall.
+    """
     for directory in node.cgroup_dirs():
         directory.mkdir(parents=True, exist_ok=True)
     join = "; ".join(f"echo $$ > {d}/cgroup.procs" for d in node.cgroup_dirs())
+    clock = "unshare --time --boottime -$(cut -d. -f1 /proc/uptime) " if fresh_clock else ""
     nspawn = (
-        "exec systemd-nspawn --boot --register=no --keep-unit --console=passive "
+        f"exec {clock}systemd-nspawn --boot --register=no --keep-unit --console=passive "
         f"--machine={node.name} --directory={node.root} "
-        f"--network-namespace-path=/run/netns/{node_ns(node.rack, node.name)}"
+        + "".join(f"--capability={c} " for c in capabilities)
+        + f"--network-namespace-path=/run/netns/{node_ns(node.rack, node.name)}"
     )
     with (node.state / "nspawn.log").open("ab") as log:
         process = subprocess.Popen(

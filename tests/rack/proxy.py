@@ -43,31 +43,41 @@ def start_proxy(state: Path, rack: str) -> list[int]:
     logs.mkdir(parents=True, exist_ok=True)
     port = proxy_port(rack)
     (conf / "acng.conf").write_text(CONFIG.format(cache=cache, logs=logs, port=port, state=state))
-    pids = [_spawn(["/usr/sbin/apt-cacher-ng", "-c", str(conf)], state / "acng.out")]
-    _wait_for_port("127.0.0.1", port)
-    sock = state / "apt.sock"
-    pids.append(
-        _spawn(
-            ["socat", f"UNIX-LISTEN:{sock},fork,unlink-early", f"TCP:127.0.0.1:{port}"],
-            state / "socat-host.out",
+    pids = [spawn(["/usr/sbin/apt-cacher-ng", "-c", str(conf)], state / "acng.out")]
+    wait_for_port("127.0.0.1", port)
+    return [*pids, *bridge_hop(state, rack, "apt", port, APT_PORT)]
+
+
+def bridge_hop(state: Path, rack: str, name: str, host_port: int, bridge_port: int) -> list[int]:
+    """Make a host loopback port reachable at BRIDGE_ADDRESS:bridge_port inside the rack network.
+
+    Two socat processes through a unix socket: the host namespace has no route into the rack's.
+    """
+    sock = state / f"{name}.sock"
+    pids = [
+        spawn(
+            ["socat", f"UNIX-LISTEN:{sock},fork,unlink-early", f"TCP:127.0.0.1:{host_port}"],
+            state / f"socat-{name}-host.out",
         )
+    ]
+    wait_for_path(sock)
+    return [*pids, bridge_listener(state, rack, name, sock, bridge_port)]
+
+
+def bridge_listener(state: Path, rack: str, name: str, sock: Path, bridge_port: int) -> int:
+    """A socat in the bridge namespace from BRIDGE_ADDRESS:bridge_port to a host unix socket; its PID."""
+    return spawn(
+        [
+            "ip",
+            "netns",
+            "exec",
+            bridge_ns(rack),
+            "socat",
+            f"TCP-LISTEN:{bridge_port},bind={BRIDGE_ADDRESS},fork,reuseaddr",
+            f"UNIX-CONNECT:{sock}",
+        ],
+        state / f"socat-{name}-bridge.out",
     )
-    _wait_for_path(sock)
-    pids.append(
-        _spawn(
-            [
-                "ip",
-                "netns",
-                "exec",
-                bridge_ns(rack),
-                "socat",
-                f"TCP-LISTEN:{APT_PORT},bind={BRIDGE_ADDRESS},fork,reuseaddr",
-                f"UNIX-CONNECT:{sock}",
-            ],
-            state / "socat-bridge.out",
-        )
-    )
-    return pids
 
 
 def apt_proxy_url() -> str:
@@ -75,7 +85,8 @@ def apt_proxy_url() -> str:
     return f"http://{BRIDGE_ADDRESS}:{APT_PORT}"
 
 
-def _spawn(args: list[str], log: Path) -> int:
+def spawn(args: list[str], log: Path) -> int:
+    """Start a long-running helper in its own session, output to log; return its PID."""
     with log.open("ab") as out:
         process = subprocess.Popen(
             args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
@@ -83,7 +94,8 @@ def _spawn(args: list[str], log: Path) -> int:
     return process.pid
 
 
-def _wait_for_port(host: str, port: int, timeout_s: float = 20) -> None:
+def wait_for_port(host: str, port: int, timeout_s: float = 20) -> None:
+    """Block until host:port accepts connections."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -91,10 +103,11 @@ def _wait_for_port(host: str, port: int, timeout_s: float = 20) -> None:
                 return
         except OSError:
             time.sleep(0.2)
-    raise RuntimeError(f"apt-cacher-ng did not listen on {host}:{port}")
+    raise RuntimeError(f"nothing listens on {host}:{port} after {timeout_s:.0f} s")
 
 
-def _wait_for_path(path: Path, timeout_s: float = 10) -> None:
+def wait_for_path(path: Path, timeout_s: float = 10) -> None:
+    """Block until path exists."""
     deadline = time.monotonic() + timeout_s
     while not path.exists():
         if time.monotonic() > deadline:

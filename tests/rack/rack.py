@@ -89,14 +89,14 @@ class Rack:
         progress(f"rack {self.name}: network, apt proxy and {self.size} nodes")
         create_bridge(self.name)
         self.pids.update({f"proxy{i}": pid for i, pid in enumerate(start_proxy(self.state, self.name))})
-        self._save()
+        self.save()
         for index in range(self.size):
             node = self.node(index)
             create_node_ns(self.name, node.name, index)
             mount_root(node, image)
             personalise(node, key, apt_proxy_url(), self.gpus_per_node if index else 0)
             self.pids[node.name] = boot(node)
-            self._save()
+            self.save()
         self._write_access_files()
         self.wait_for_ssh()
         progress(f"rack {self.name}: {self.size} nodes answer SSH")
@@ -156,16 +156,16 @@ class Rack:
 
     def stop_node(self, name: str) -> None:
         """Power a node off (clean shutdown) but keep its disk, for down-node tests."""
-        _terminate(self.pids.pop(name, 0))
+        terminate(self.pids.pop(name, 0))
         kill_leftovers(self.node(self.node_names.index(name)))
-        self._save()
+        self.save()
 
     def start_node(self, name: str) -> None:
         """Boot a stopped node again and wait for SSH."""
         node = self.node(self.node_names.index(name))
         remove_cgroup_dirs(node)
         self.pids[name] = boot(node)
-        self._save()
+        self.save()
         self.wait_for_ssh([name])
 
     def ansible_env(self) -> dict[str, str]:
@@ -217,12 +217,13 @@ class Rack:
         )
         self.cluster_file.write_text(yaml.safe_dump(cluster, sort_keys=False))
 
-    def _save(self) -> None:
+    def save(self) -> None:
+        """Record the PIDs and nodes, so `down()` can end them even after a killed run."""
         record = {"size": self.size, "pids": self.pids, "nodes": self.node_names}
         (self.state / "rack.json").write_text(json.dumps(record))
 
 
-def _terminate(pid: int, timeout_s: float = 30) -> None:
+def terminate(pid: int, timeout_s: float = 30) -> None:
     """SIGTERM a process we started (nspawn shuts its node down cleanly), SIGKILL if it lingers."""
     if pid <= 0 or not _alive(pid):
         return
@@ -262,9 +263,9 @@ def down(name: str = "t") -> None:
     pids: dict[str, int] = record.get("pids", {})
     nodes = [p for p in pids if not p.startswith("proxy")]
     for node in nodes:
-        _terminate(pids[node])
+        terminate(pids[node])
     for proxy in [p for p in pids if p.startswith("proxy")]:
-        _terminate(pids[proxy], timeout_s=5)
+        terminate(pids[proxy], timeout_s=5)
     node_dirs = sorted((state / "nodes").glob("*")) if (state / "nodes").exists() else []
     for directory in node_dirs:
         cleanup_mounts_and_cgroups(Node(name, directory.name, "", directory))
@@ -280,4 +281,4 @@ def down(name: str = "t") -> None:
         progress(f"rack {name}: torn down")
 
 
-__all__ = ["Rack", "down", "node_ns"]
+__all__ = ["Rack", "down", "node_ns", "terminate"]

@@ -15,7 +15,6 @@ AWS's EFA installer (tests/rack/efa_mimic.py), and the sealed result is saved as
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from gpucluster.ansible_vars import image_vars
 from gpucluster.clusterfile import load
 from tests.rack import cloud_image, efa_mimic
 from tests.rack import nvidia_mimic as mimic
-from tests.rack.conftest import ROOT, Playbook, converge, require_rack_prerequisites
+from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
 from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
 from tests.rack.rack import Rack, down
 from tests.rack.sh import run
@@ -235,21 +234,7 @@ def _image_vars(rack: Rack, efa_fingerprint: str) -> dict[str, object]:
 
 def _build_image(rack: Rack, variables: dict[str, object], *extra: str) -> Playbook:
     """Run the image playbook on the image node, as EC2 Image Builder runs it (inventory of one host)."""
-    extra_vars = rack.state / "image-vars.json"
-    extra_vars.write_text(json.dumps(variables))
-    rc, output = rack.in_bridge(
-        [
-            str(ROOT / ".venv/bin/ansible-playbook"),
-            "-i",
-            f"{IMAGE_NODE},",
-            str(ROOT / "ansible/playbooks/image.yml"),
-            "-e",
-            f"@{extra_vars}",
-            *extra,
-        ],
-        env={**rack.ansible_env(), "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
-    )
-    return Playbook(rc, output)
+    return Playbook(*cloud_image.build(rack, IMAGE_NODE, variables, *extra))
 
 
 def _efa_installed(rack: Rack) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gpucluster.clusterfile import Cluster
+from gpucluster.clusterfile import Cluster, load
 from gpucluster.render import render
 from gpucluster.render.node_files import NODE_FILES, Action, Change, needs, own_lines, role_records
 from tests.conftest import ROOT
@@ -51,6 +51,19 @@ def test_role_records_carry_what_the_tasks_write(example: Cluster) -> None:
     )
     assert conf["content"] == files["slurm/slurm.conf"] and records["net/hosts"]["block"] is True
     assert [r["path"] for r in role_records("slurm_node", files)] == ["slurm/gres.conf"]
+
+
+def test_the_controller_writes_what_configless_nodes_fetch_and_the_power_configuration(
+    example: Cluster,
+) -> None:
+    controller = {r["path"]: r for r in role_records("slurm_controller", render(example, "onprem"))}
+    assert set(controller) == {"slurm/gres.conf", "power/power.json"}
+    power = controller["power/power.json"]
+    assert (power["dest"], power["group"], power["mode"]) == ("/etc/gpucluster/power.json", "slurm", "0640")
+    onprem_only = load(ROOT / "clusters" / "onprem-only.yaml").cluster
+    assert [r["path"] for r in role_records("slurm_controller", render(onprem_only, "onprem"))] == [
+        "slurm/gres.conf"
+    ]
 
 
 def test_own_gres_lines_follow_the_hostlist() -> None:

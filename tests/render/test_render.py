@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jinja2
 import pytest
 import yaml
@@ -74,9 +76,9 @@ def test_cloud_init_is_valid_yaml_and_carries_no_secret(example: Cluster) -> Non
     assert text.startswith("#cloud-config\n")
     document = yaml.safe_load(text)
     paths = {f["path"] for f in document["write_files"]}
-    assert {"/etc/slurm/slurm.conf", "/etc/nccl.conf", "/etc/gpucluster/fabric.env"} <= paths
-    slurm_conf = next(f["content"] for f in document["write_files"] if f["path"] == "/etc/slurm/slurm.conf")
-    assert slurm_conf == render(example, "onprem")["slurm/slurm.conf"]
+    assert {"/etc/slurm/task_prolog", "/etc/nccl.conf", "/etc/gpucluster/fabric.env"} <= paths
+    # Configless: slurmctld serves Slurm's own files, so a node never runs a stale copy.
+    assert not paths & {"/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf"}
     assert "/gpucluster/example/munge-key" in text and "munge.key" in text
     assert "BEGIN" not in text and "password" not in text.lower()
 
@@ -92,7 +94,9 @@ def test_a_cloud_node_takes_the_name_it_was_launched_for_and_changes_nothing_in_
     assert "/meta-data/tags/instance/gpucluster:node" in join  # the tag the ResumeProgram set
     assert "p5-spot-[0-9]*)" in join  # a name of another group is refused
     assert "scontrol" not in join and "sinfo" not in join  # no claiming, no nodeaddr updates
-    assert "SLURMD_OPTIONS=-N $node" in join
+    assert "SLURMD_OPTIONS=-N $node --conf-server 10.10.0.10:6817" in join
+    # The metadata service is root's only, before slurmd (and any job) starts.
+    assert join.index("--uid-owner 0 -j REJECT") < join.index("systemctl restart slurmd")
 
 
 def test_unknown_host_group_or_wrong_target_is_an_error(example: Cluster) -> None:
@@ -112,3 +116,34 @@ def test_missing_template_value_is_an_error_not_empty_text() -> None:
 
 def test_render_is_pure(example: Cluster) -> None:
     assert render(example, "aws", group="p5-od") == render(example, "aws", group="p5-od")
+
+
+def test_power_saving_takes_each_groups_times_and_never_touches_rack_or_static_nodes(
+    example: Cluster,
+) -> None:
+    assert example.aws is not None
+    od, spot = example.aws.capacity
+    capacity = [
+        od.model_copy(update={"idle_minutes": 5, "resume_timeout_s": 1200, "min_count": 1}),
+        spot.model_copy(update={"idle_minutes": 30}),
+    ]
+    cluster = example.model_copy(update={"aws": example.aws.model_copy(update={"capacity": capacity})})
+    conf = render(cluster, "onprem")["slurm/slurm.conf"]
+    lines = conf.splitlines()
+    assert "ResumeTimeout=1200" in lines  # the longest group's; each group's own is on its partition
+    assert "SuspendExcNodes=gpu-a[01-04],gpu-b[01-04],p5-od-1" in lines
+    assert (
+        "PartitionName=power-p5-od Nodes=p5-od-[1-4] Hidden=YES State=INACTIVE SuspendTime=300"
+        " ResumeTimeout=1200" in lines
+    )
+    assert (
+        "PartitionName=power-p5-spot Nodes=p5-spot-[1-8] Hidden=YES State=INACTIVE SuspendTime=1800"
+        " ResumeTimeout=900" in lines
+    )
+    # No user partition sets SuspendTime: a node's idle time is its group's alone (the largest set wins).
+    assert [line for line in lines if "SuspendTime=" in line and "power-" not in line] == []
+    assert "SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend,enable_configless" in lines
+    assert "PrivateData=cloud" in lines
+    # Slurm fills lower weights first: racks, then spot, then on-demand.
+    weights = dict(re.findall(r"^NodeName=(\S+) .* Weight=(\d+)", conf, re.M))
+    assert weights == {"gpu-a[01-04]": "1", "gpu-b[01-04]": "1", "p5-od-[1-4]": "100", "p5-spot-[1-8]": "50"}

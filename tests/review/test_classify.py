@@ -33,9 +33,9 @@ KEY: dict[str, Any] = {
     "DeletionPolicy": "Retain",
     "Properties": {"EnableKeyRotation": True},
 }
-ASG: dict[str, Any] = {
-    "Type": "AWS::AutoScaling::AutoScalingGroup",
-    "Properties": {"MinSize": "0", "MaxSize": "4"},
+TEMPLATE: dict[str, Any] = {
+    "Type": "AWS::EC2::LaunchTemplate",
+    "Properties": {"LaunchTemplateData": {"InstanceType": "p5.48xlarge", "UserData": "djE="}},
 }
 SG: dict[str, Any] = {
     "Type": "AWS::EC2::SecurityGroup",
@@ -83,13 +83,18 @@ def test_kms_to_s3_encryption_is_a_security_finding() -> None:
     assert "data-loss" not in kinds
 
 
-def test_capacity_change_and_new_group() -> None:
-    bigger = template(Group={**ASG, "Properties": {"MinSize": "0", "MaxSize": "8"}})
-    assert kinds_of(template(Group=ASG), bigger)["replace"] == [
-        "`s/Group` (AWS::AutoScaling::AutoScalingGroup) capacity change: MaxSize: 4 → 8"
-    ]
-    added = kinds_of(template(), template(Group=ASG))
-    assert added["replace"] == ["`s/Group` (AWS::AutoScaling::AutoScalingGroup) new capacity: min 0, max 4"]
+def test_a_launch_template_change_affects_new_instances_only() -> None:
+    changed = template(Group=TEMPLATE)
+    changed["Resources"]["Group"]["Properties"]["LaunchTemplateData"]["UserData"] = "djI="
+    kinds = kinds_of(template(Group=TEMPLATE), changed)
+    assert kinds == {
+        "in-place": [
+            "`s/Group` (AWS::EC2::LaunchTemplate) changed: new instances from now on"
+            " (running nodes keep theirs until they power down)"
+        ]
+    }
+    added = kinds_of(template(), template(Group=TEMPLATE))
+    assert list(added) == ["in-place"] and "created: new instances from now on" in added["in-place"][0]
 
 
 def test_security_group_opened_to_the_world() -> None:
@@ -102,7 +107,7 @@ def test_security_group_opened_to_the_world() -> None:
 
 
 def test_untouched_stacks_are_left_out() -> None:
-    same = template(Group=ASG)
+    same = template(Group=TEMPLATE)
     assert diff_stacks({"s": same}, {"s": copy.deepcopy(same)}, node_modules=NODE_MODULES) == []
 
 

@@ -45,15 +45,14 @@ def test_adding_spot_capacity_shows_cost_and_new_resources(reviewed: Reviewed) -
     assert cluster.cost_after_usd > cluster.cost_before_usd
     assert "**Cost:** $" in md and "/month → $" in md and "(+$" in md
     added = {r.logical_id for s in cluster.stacks for r in s.resources if r.change == "add"}
-    assert any(x.startswith("p5spotbGroup") for x in added), added
-    assert any(
-        "instance replacement / capacity change" in r and "new capacity: min 0, max 4" in r for r in table(md)
-    )
+    assert any(x.startswith("p5spotbTemplate") for x in added), added
+    # No Auto Scaling group: a new group is a launch template the power programs launch from on demand.
+    assert any("(AWS::EC2::LaunchTemplate) created: new instances from now on" in r for r in table(md))
     assert "| add | WILL_CREATE |" in md
     # four new Slurm nodes on Slurm 24.05: `scontrol reconfigure` restarts slurmctld in place (23.11+)
     assert any("/etc/slurm/slurm.conf` on 21 host(s): `scontrol reconfigure` only" in r for r in table(md))
     assert not any("slurmctld restart" in r for r in table(md))
-    assert exit_status(result, ["replace"]) == 3
+    assert exit_status(result, ["replace"]) == 0  # nothing that runs is replaced
 
 
 def test_partition_change_is_reconfigure_only(reviewed: Reviewed) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.model.aws import CapacityGroup
 from gpucluster.names import image_ami_parameter
 from gpucluster.render import render
+from stacks.nag.launch_templates import capacity_groups
+from stacks.nag.template import Template
 from tests.stacks.conftest import Synth
 
 SHIPPED_WITH_CAPACITY = ["example", "cloud-only"]
@@ -22,16 +25,10 @@ def _resources(synth: Synth, type_: str) -> dict[str, Any]:
 
 
 def _group_parts(synth: Synth, group: CapacityGroup) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(ASG resource, launch template resource) of one capacity group."""
-    asgs = _resources(synth, "AWS::AutoScaling::AutoScalingGroup")
-    (asg,) = [a for a in asgs.values() if a["Properties"]["AutoScalingGroupName"].endswith(f"-{group.name}")]
-    props = asg["Properties"]
-    spec = (
-        props.get("LaunchTemplate")
-        or props["MixedInstancesPolicy"]["LaunchTemplate"]["LaunchTemplateSpecification"]
-    )
-    lt = _resources(synth, "AWS::EC2::LaunchTemplate")[spec["LaunchTemplateId"]["Ref"]]
-    return asg, lt
+    """(capacity parameter record, launch template resource) of one capacity group."""
+    record = capacity_groups(Template(synth.templates["Capacity"]))[group.name]
+    lt = _resources(synth, "AWS::EC2::LaunchTemplate")[record["launch_template_id"]]
+    return record, lt
 
 
 def _groups(synth: Synth) -> list[CapacityGroup]:
@@ -99,14 +96,15 @@ def test_efa_security_group_allows_itself_in_and_out_and_nothing_else_inbound(sy
 def test_placement_group_is_cluster_except_for_capacity_blocks(synth: Synth) -> None:
     groups = _resources(synth, "AWS::EC2::PlacementGroup")
     for group in _groups(synth):
-        asg, lt = _group_parts(synth, group)
+        record, lt = _group_parts(synth, group)
         if group.market == "capacity-block":
-            assert "PlacementGroup" not in asg["Properties"]
+            assert record.get("placement_group") is None
             assert "Placement" not in lt["Properties"]["LaunchTemplateData"]
         else:
-            pg = asg["Properties"]["PlacementGroup"]["Ref"]
+            pg = lt["Properties"]["LaunchTemplateData"]["Placement"]["GroupName"]["Ref"]
             assert groups[pg]["Properties"]["Strategy"] == "cluster"
-        assert len(asg["Properties"]["VPCZoneIdentifier"]) == 1
+            assert record["placement_group"] == pg
+        assert len(record["subnet_ids"]) == 1
 
 
 def test_imdsv2_encrypted_gp3_root_and_instance_profile(synth: Synth) -> None:
@@ -149,37 +147,32 @@ def test_user_data_is_the_rendered_cloud_init(synth: Synth) -> None:
         )
 
 
-def test_markets(synth: Synth) -> None:
+def test_markets_and_sizes_are_what_the_power_programs_launch(synth: Synth) -> None:
+    assert not _resources(synth, "AWS::AutoScaling::AutoScalingGroup")  # nothing scales in under a job
     for group in _groups(synth):
-        asg, lt = _group_parts(synth, group)
-        props, data = asg["Properties"], lt["Properties"]["LaunchTemplateData"]
-        assert (props["MinSize"], props["MaxSize"]) == (str(group.min_count), str(group.max_count))
+        record, lt = _group_parts(synth, group)
+        data = lt["Properties"]["LaunchTemplateData"]
+        assert record["market"] == group.market
+        assert record["instance_types"] == [group.instance_type, *group.fallback_instance_types]
+        assert (record["min_count"], record["max_count"]) == (group.min_count, group.max_count)
+        assert record.get("capacity_reservation_id") == group.capacity_reservation_id
         if group.market == "capacity-block":
             assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
             assert data["CapacityReservationSpecification"] == {
                 "CapacityReservationTarget": {"CapacityReservationId": group.capacity_reservation_id}
             }
-            assert "MixedInstancesPolicy" not in props
-            continue
-        assert "InstanceMarketOptions" not in data
-        policy = props["MixedInstancesPolicy"]
-        overrides = [o["InstanceType"] for o in policy["LaunchTemplate"]["Overrides"]]
-        assert overrides == [group.instance_type, *group.fallback_instance_types]
-        dist = policy["InstancesDistribution"]
-        if group.market == "spot":
-            assert dist["OnDemandPercentageAboveBaseCapacity"] == 0
-            assert dist["SpotAllocationStrategy"] == "price-capacity-optimized"
-            assert props["CapacityRebalance"] is True
         else:
-            assert dist["OnDemandPercentageAboveBaseCapacity"] == 100
-            assert "SpotAllocationStrategy" not in dist
+            # Spot or on-demand is the fleet request's choice (gpucluster.power.fleet), not the template's.
+            assert "InstanceMarketOptions" not in data
 
 
 def test_node_role_reads_and_writes_only_under_the_checkpoint_prefix(example_synth: Synth) -> None:
     aws = example_synth.cluster.aws
     assert aws is not None and aws.checkpoint is not None
     prefix = aws.checkpoint.prefix
-    (policy,) = _resources(example_synth, "AWS::IAM::ManagedPolicy").values()
+    (policy,) = [
+        p for i, p in _resources(example_synth, "AWS::IAM::ManagedPolicy").items() if i.startswith("Nodes")
+    ]
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     s3_statements = [s for s in statements if any(a.startswith("s3:") for a in _list(s["Action"]))]
     for statement in s3_statements:
@@ -302,3 +295,83 @@ def test_the_capacity_parameter_is_what_the_power_programs_read(example_synth: S
         assert group.launch_template_id.strip("<>") in launch_templates
         assert group.subnet_ids == ("subnet-0imported",)
         assert group.placement_group is not None and group.placement_group.strip("<>") in placement_groups
+
+
+def _controller_statements(synth: Synth) -> list[dict[str, Any]]:
+    (policy,) = [
+        p for i, p in _resources(synth, "AWS::IAM::ManagedPolicy").items() if i.startswith("ControllerPolicy")
+    ]
+    statements: list[dict[str, Any]] = policy["Properties"]["PolicyDocument"]["Statement"]
+    return statements
+
+
+def test_the_controller_may_launch_tag_and_terminate_only_the_clusters_instances(
+    example_synth: Synth,
+) -> None:
+    statements = _controller_statements(example_synth)
+    by_action: dict[str, list[dict[str, Any]]] = {}
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        for action in _list(statement["Action"]):
+            by_action.setdefault(action, []).append(statement)
+    # Terminate: instances tagged for this cluster, nothing else.
+    (terminate,) = by_action["ec2:TerminateInstances"]
+    assert terminate["Condition"] == {"StringEquals": {"aws:ResourceTag/gpucluster:cluster": "example"}}
+    # Launch: an instance only with the cluster tag in the request; launch templates only the cluster's.
+    launches = by_action["ec2:CreateFleet"]
+    instance = [s for s in launches if "instance/*" in json.dumps(s["Resource"])]
+    assert [s["Condition"] for s in instance] == [
+        {"StringEquals": {"aws:RequestTag/gpucluster:cluster": "example"}}
+    ]
+    templates = [s for s in launches if "launch-template" in json.dumps(s["Resource"])]
+    lt_ids = set(_resources(example_synth, "AWS::EC2::LaunchTemplate"))
+    named = {
+        part["Ref"]
+        for s in templates
+        for r in s["Resource"]
+        for part in r["Fn::Join"][1]
+        if isinstance(part, dict)
+    }
+    assert named & lt_ids == lt_ids
+    # Tags after launch: only the node name tags, only on the cluster's instances.
+    later = [s for s in by_action["ec2:CreateTags"] if "aws:TagKeys" in json.dumps(s.get("Condition", {}))]
+    assert [s["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"] for s in later] == [
+        ["gpucluster:node", "Name"]
+    ]
+    # Pass only the node role, only to EC2; unscoped resources only for describe calls.
+    (pass_role,) = by_action["iam:PassRole"]
+    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
+    assert pass_role["Resource"]["Fn::GetAtt"][0].startswith("NodesRole")
+    unscoped = {a for s in statements if s["Resource"] == "*" for a in _list(s["Action"])}
+    assert unscoped and all(a.startswith("ec2:Describe") for a in unscoped)
+
+
+def test_a_rack_controller_assumes_the_role_through_roles_anywhere_with_its_own_certificate(
+    example_synth: Synth,
+) -> None:
+    template = example_synth.template("Capacity")
+    aws = example_synth.cluster.aws
+    assert aws is not None and aws.controller_access is not None
+    (anchor,) = template.find_resources("AWS::RolesAnywhere::TrustAnchor").values()
+    assert anchor["Properties"]["Source"] == {
+        "SourceType": "AWS_ACM_PCA",
+        "SourceData": {"AcmPcaArn": aws.controller_access.acm_pca_arn},
+    }
+    (profile,) = template.find_resources("AWS::RolesAnywhere::Profile").values()
+    assert profile["Properties"]["DurationSeconds"] == aws.controller_access.session_seconds
+    roles = template.find_resources("AWS::IAM::Role")
+    (role,) = [r for i, r in roles.items() if i.startswith("ControllerRole")]
+    trust = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assume = next(s for s in trust if s["Action"] == "sts:AssumeRole")
+    assert assume["Principal"] == {"Service": "rolesanywhere.amazonaws.com"}
+    assert assume["Condition"]["StringEquals"] == {"aws:PrincipalTag/x509Subject/CN": "head01"}
+    assert "aws:SourceArn" in assume["Condition"]["ArnEquals"]
+
+
+def test_a_cloud_head_node_runs_with_the_controller_role(cloud_only_synth: Synth) -> None:
+    template = cloud_only_synth.template("Capacity")
+    assert not template.find_resources("AWS::RolesAnywhere::TrustAnchor")
+    (instance,) = template.find_resources("AWS::EC2::Instance").values()
+    profile_id = instance["Properties"]["IamInstanceProfile"]["Ref"]
+    profile = template.find_resources("AWS::IAM::InstanceProfile")[profile_id]
+    assert profile["Properties"]["Roles"][0]["Ref"].startswith("ControllerRole")

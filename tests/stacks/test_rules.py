@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,12 @@ def _interfaces(layout: str = "efa-only", itype: str = "p5.48xlarge") -> list[di
     ]
 
 
+def _set_capacity(doc: dict[str, Any], **changes: Any) -> None:
+    """Change the capacity record of group g (a plain JSON value: refs written as logical ids)."""
+    record = {"launch_template_id": "Lt", "subnet_ids": ["subnet-1"], "placement_group": "Pg", **changes}
+    _props(doc, "Capacity")["Value"] = json.dumps({"groups": {"g": record}})
+
+
 def compliant() -> dict[str, Any]:
     """A hand-built template every rule accepts: one p5 group, its SG, placement group and a bucket."""
     return {
@@ -49,6 +56,7 @@ def compliant() -> dict[str, Any]:
                         "InstanceType": "p5.48xlarge",
                         "MetadataOptions": {"HttpTokens": "required"},
                         "NetworkInterfaces": _interfaces(),
+                        "Placement": {"GroupName": {"Ref": "Pg"}},
                     }
                 },
             },
@@ -62,21 +70,25 @@ def compliant() -> dict[str, Any]:
                 "Properties": {"GroupId": SG, "DestinationSecurityGroupId": SG, "IpProtocol": "-1"},
             },
             "Pg": {"Type": "AWS::EC2::PlacementGroup", "Properties": {"Strategy": "cluster"}},
-            "Asg": {
-                "Type": "AWS::AutoScaling::AutoScalingGroup",
+            # What the capacity stack publishes for the power programs (stacks/capacity_stack.py).
+            "Capacity": {
+                "Type": "AWS::SSM::Parameter",
                 "Properties": {
-                    "MinSize": "0",
-                    "MaxSize": "4",
-                    "VPCZoneIdentifier": ["subnet-1"],
-                    "PlacementGroup": {"Ref": "Pg"},
-                    "MixedInstancesPolicy": {
-                        "LaunchTemplate": {
-                            "LaunchTemplateSpecification": {
-                                "LaunchTemplateId": {"Ref": "Lt"},
-                                "Version": "1",
-                            },
-                            "Overrides": [{"InstanceType": "p5.48xlarge"}, {"InstanceType": "p5e.48xlarge"}],
-                        }
+                    "Name": "/gpucluster/t/capacity",
+                    "Type": "String",
+                    "Value": {
+                        "Fn::Join": [
+                            "",
+                            [
+                                '{"groups":{"g":{"launch_template_id":"',
+                                {"Ref": "Lt"},
+                                '","subnet_ids":["',
+                                {"Fn::ImportValue": "subnet"},
+                                '"],"placement_group":"',
+                                {"Ref": "Pg"},
+                                '","instance_types":["p5.48xlarge","p5e.48xlarge"]}}}',
+                            ],
+                        ]
                     },
                 },
             },
@@ -162,8 +174,7 @@ def test_efa_layout_names_a_missing_card() -> None:
 
 def test_efa_layout_checks_fallback_types_with_fewer_cards() -> None:
     doc = compliant()
-    overrides = _props(doc, "Asg")["MixedInstancesPolicy"]["LaunchTemplate"]["Overrides"]
-    overrides.append({"InstanceType": "p5en.48xlarge"})  # 16 cards: cards 16-31 do not exist
+    _set_capacity(doc, instance_types=["p5.48xlarge", "p5en.48xlarge"])  # p5en: 16 cards, not 32
     messages = _messages(efa_layout.RULE, doc)
     assert any(m.startswith("Lt: p5en.48xlarge: network card 16 does not exist") for m in messages), messages
 
@@ -213,9 +224,9 @@ def test_self_reference_flags_the_default_allow_all_egress() -> None:
 
 def test_placement_requires_a_cluster_placement_group() -> None:
     doc = compliant()
-    del _props(doc, "Asg")["PlacementGroup"]
+    del _lt_data(doc)["Placement"]
     assert _messages(placement.RULE, doc) == [
-        "Asg: EFA group without a cluster placement group in this template"
+        "Lt: EFA group without a cluster placement group in this template"
     ]
 
 
@@ -227,7 +238,7 @@ def test_placement_rejects_a_spread_strategy() -> None:
 
 def test_placement_requires_a_single_subnet() -> None:
     doc = compliant()
-    _props(doc, "Asg")["VPCZoneIdentifier"] = ["subnet-1", "subnet-2"]
+    _set_capacity(doc, subnet_ids=["subnet-1", "subnet-2"])
     assert "spans 2 subnets" in _messages(placement.RULE, doc)[0]
 
 
@@ -235,9 +246,9 @@ def test_capacity_block_with_a_placement_group_is_rejected() -> None:
     doc = compliant()
     _lt_data(doc)["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
     assert _messages(placement.RULE, doc) == [
-        "Asg: capacity block with a placement group: AWS rejects the launch"
+        "Lt: capacity block with a placement group: AWS rejects the launch"
     ]
-    del _props(doc, "Asg")["PlacementGroup"]
+    del _lt_data(doc)["Placement"]
     assert _messages(placement.RULE, doc) == []
 
 

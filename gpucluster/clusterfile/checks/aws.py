@@ -250,6 +250,14 @@ def onprem_controller_is_reachable(cluster: Cluster) -> Iterator[Finding]:
             "add aws.vpn: {customer_gateway_address: <your gateway's public IP>} (site-to-site VPN) or "
             "aws.transit_gateway_id: tgw-… (a transit gateway; Direct Connect reaches the VPC through one)",
         )
+    if aws.controller_access is None:
+        yield Finding(
+            ("aws", "controller_access"),
+            f"the on-prem controller {controller} launches and terminates cloud nodes, but the file "
+            "declares no way for it to get AWS credentials",
+            "add aws.controller_access: {acm_pca_arn: arn:aws:acm-pca:…} (or ca_certificate: a PEM): IAM "
+            "Roles Anywhere trusts that CA for a certificate whose CN is the controller's name",
+        )
     if not aws.onprem_cidrs:
         yield Finding(
             ("aws", "onprem_cidrs"),

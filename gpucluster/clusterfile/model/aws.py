@@ -5,7 +5,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import Field, NonNegativeInt, PositiveInt, StringConstraints
+from pydantic import Field, NonNegativeInt, PositiveInt, StringConstraints, model_validator
 
 from gpucluster.clusterfile.model.common import Name, Strict
 
@@ -37,6 +37,13 @@ class CapacityGroup(Strict):
     efa_interfaces: list[EfaInterface] | None = None  # explicit layout; overrides efa_layout
     placement_group: bool | None = None  # default: True for EFA groups, never with capacity blocks
     root_volume_gib: Annotated[int, Field(ge=100, le=16384)] = 500
+    idle_minutes: Annotated[int, Field(ge=1, le=10080)] = Field(
+        default=10, description="A node idle this long is powered down and its instance terminated."
+    )
+    resume_timeout_s: Annotated[int, Field(ge=60, le=7200)] = Field(
+        default=900,
+        description="A node not registered this long after its launch is set DOWN and its job requeued.",
+    )
 
     @property
     def uses_placement_group(self) -> bool:
@@ -69,6 +76,58 @@ class Vpn(Strict):
 
     customer_gateway_address: IPv4Address
     bgp_asn: Annotated[int, Field(ge=1, le=4294967295)] = 65000
+
+
+class ControllerAccess(Strict):
+    """AWS credentials of a rack controller: IAM Roles Anywhere trusting the site's certificate authority.
+
+    The controller presents a certificate whose subject CN is its Slurm host name; the role it gets may
+    only launch, tag and terminate this cluster's instances (README, "Controller credentials").
+    """
+
+    acm_pca_arn: (
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^arn:aws[a-z-]*:acm-pca:[a-z0-9-]+:[0-9]{12}:certificate-authority/[0-9a-f-]{36}$"
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="The site's AWS Private CA that issues the controller's certificate.")
+    ca_certificate: (
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----\s*$"
+            ),
+        ]
+        | None
+    ) = Field(
+        default=None, description="The site's own CA certificate (PEM), when it is not an AWS Private CA."
+    )
+    session_seconds: Annotated[int, Field(ge=900, le=43200)] = 3600
+
+    @model_validator(mode="after")
+    def _one_anchor(self) -> ControllerAccess:
+        if (self.acm_pca_arn is None) == (self.ca_certificate is None):
+            raise ValueError(
+                "name exactly one trust anchor: acm_pca_arn (AWS Private CA) or ca_certificate (PEM)"
+            )
+        return self
+
+
+class Burst(Strict):
+    """How the controller powers cloud nodes up and down (Slurm power saving and the power programs)."""
+
+    resume_rate: NonNegativeInt = Field(default=0, description="Nodes resumed per minute; 0: no limit.")
+    suspend_rate: NonNegativeInt = Field(default=0, description="Nodes suspended per minute; 0: no limit.")
+    unavailable_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
+        default=10,
+        description="A group that had no capacity is skipped this long; its DOWN nodes then return.",
+    )
+    reconcile_seconds: Annotated[int, Field(ge=10, le=60)] = Field(
+        default=30, description="Period of the reconciler on the controller."
+    )
 
 
 class Budget(Strict):
@@ -149,6 +208,10 @@ class Aws(Strict):
     )
     head_node: HeadNode | None = None
     capacity: list[CapacityGroup] = Field(default_factory=list)
+    burst: Burst = Burst()
+    controller_access: ControllerAccess | None = Field(
+        default=None, description="IAM Roles Anywhere for an on-prem controller's power programs."
+    )
     checkpoint: CheckpointBucket | None = CheckpointBucket()
     budget: Budget | None = None
     interruption_emails: list[Annotated[str, StringConstraints(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = (

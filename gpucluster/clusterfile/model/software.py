@@ -57,6 +57,34 @@ class Partition(Strict):
     ] = "INFINITE"
 
 
+class Account(Strict):
+    """A job user with the same uid and gid on every node, rack or cloud."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")]
+    uid: Annotated[int, Field(ge=1000, le=59999)]
+    gid: Annotated[int, Field(ge=1000, le=59999)] | None = None  # default: a group of its own, gid = uid
+
+    @property
+    def group_id(self) -> int:
+        """The primary group id."""
+        return self.gid if self.gid is not None else self.uid
+
+
+class Users(Strict):
+    """Where job users come from, so a job's user resolves alike on every node it runs on."""
+
+    # local: the accounts below, created on racks by slurm_common and on cloud nodes at boot.
+    # directory: the site's directory service (SSSD/LDAP) already serves racks and the node image.
+    source: Literal["local", "directory"] = "local"
+    accounts: list[Account] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _accounts_only_local(self) -> Users:
+        if self.source == "directory" and self.accounts:
+            raise ValueError("accounts are for source: local; a directory service defines its own users")
+        return self
+
+
 class SlurmPackages(Strict):
     """Where the Slurm packages come from; the roles refuse a source that does not offer the pin."""
 
@@ -86,3 +114,9 @@ class Slurm(Strict):
     packages: SlurmPackages = SlurmPackages()
     slurmctld_port: Annotated[int, Field(ge=1024, le=65535)] = 6817
     slurmd_port: Annotated[int, Field(ge=1024, le=65535)] = 6818
+    users: Users = Users()
+    # SlurmdParameters: config_overrides registers nodes smaller than their declared hardware (bring-up
+    # and test racks only: a production node with less than declared should drain).
+    slurmd_parameters: list[Literal["config_overrides", "shutdown_on_reboot", "l3cache_as_socket"]] = Field(
+        default_factory=list
+    )

@@ -1,0 +1,162 @@
+"""A burst rack: a rack converged from a hybrid cluster file against an emulated AWS, and cloud instances.
+
+Used by tests/rack/test_burst.py and `make demo`. ctl (controller) and n1 (a rack node) converge from a
+cluster file with two cloud groups (p5-spot and p5-od, two nodes each); n2, not in the cluster file,
+builds the cloud node image with the image playbook (Slurm, munge, slurmd and the boot prerequisites:
+the GPU roles have their own rack test, test_nvidia_pins.py). The emulated account (moto,
+tests/rack/emulated_aws.py) holds the Capacity stack as synthesized (tests/rack/emulated_deploy.py); the
+instance runner boots every instance as an nspawn node with its user data and a metadata service of its
+own (tests/rack/instances.py, tests/rack/imds.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpucluster.ansible_vars import image_vars
+from gpucluster.clusterfile import load
+from tests.rack import cloud_image, emulated_aws
+from tests.rack.conftest import ROOT, Playbook, converge
+from tests.rack.emulated_deploy import Deployer, synth_capacity
+from tests.rack.imds import MetadataService
+from tests.rack.instances import InstanceRunner
+from tests.rack.rack import Rack, down
+from tests.rack.rack_cluster import rack_cluster_file
+from tests.rack.sh import progress, run
+
+RACK = "c"
+IMAGE_NODE = "n2"
+IMAGE_ROOT = Path("/var/lib/gpucluster-rack-images/burst-node")
+USER = "alice"
+IDLE_S = 60  # idle_minutes: 1, the shortest the cluster file allows
+GROUPS = ("p5-spot", "p5-od")
+
+
+@dataclass
+class Burst:
+    """The converged rack, the emulated account and the instance runner."""
+
+    rack: Rack
+    first: Playbook
+    second: Playbook
+    image_build: Playbook
+    runner: InstanceRunner
+    imds: MetadataService
+    ec2: Any
+    injector: emulated_aws.FaultInjector
+
+
+def _cluster_file(rack: Rack) -> dict[str, Any]:
+    cluster = rack_cluster_file(rack.name, [(rack.node(i).name, rack.node(i).address) for i in range(2)], 8)
+    slurm = cluster["slurm"]
+    slurm["accounting"] = {"enabled": False}
+    slurm["partitions"] = [
+        {"name": "debug", "node_groups": [f"rack-{rack.name}"], "default": True},
+        {"name": "cloud", "node_groups": list(GROUPS)},
+    ]
+    slurm["users"] = {"accounts": [{"name": USER, "uid": 2001}]}
+    # Emulated p5 nodes are 2-core containers: register them as declared (test racks only).
+    slurm["slurmd_parameters"] = ["config_overrides"]
+    cluster["aws"] = {
+        "region": emulated_aws.REGION,
+        "availability_zone": f"{emulated_aws.REGION}a",
+        "vpc_cidr": "10.100.0.0/16",
+        "onprem_cidrs": ["10.77.0.0/24"],
+        "vpn": {"customer_gateway_address": "203.0.113.10", "bgp_asn": 65010},
+        "controller_access": {
+            "acm_pca_arn": "arn:aws:acm-pca:us-east-1:111122223333:certificate-authority/"
+            "0b5f4a3c-1d2e-4f60-8a7b-9c0d1e2f3a4b"
+        },
+        "capacity": [
+            {
+                "name": name,
+                "instance_type": "p5.48xlarge",
+                "market": "spot" if name == "p5-spot" else "on-demand",
+                "max_count": 2,
+                "idle_minutes": IDLE_S // 60,
+                "resume_timeout_s": 240,
+            }
+            for name in GROUPS
+        ],
+        "burst": {"unavailable_minutes": 2, "reconcile_seconds": 10},
+    }
+    return cluster
+
+
+def _wheelhouse(target: Path) -> Path:
+    """gpucluster and its dependencies at the pinned versions, for the controller's offline install."""
+    pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line]
+    wanted = [p for p in pins if p.split("==")[0].lower() in {"pydantic", "pyyaml", "jinja2", "boto3"}]
+    run([str(ROOT / ".venv/bin/pip"), "wheel", "-q", "--no-deps", "-w", str(target), str(ROOT)], timeout=300)
+    run([str(ROOT / ".venv/bin/pip"), "download", "-q", "-d", str(target), *wanted], timeout=600)
+    return target
+
+
+def _write_ansible_vars(rack: Rack) -> None:
+    (rack.state / "group_vars").mkdir(exist_ok=True)
+    variables = {
+        "slurm_controller_power_wheelhouse": str(_wheelhouse(rack.state / "wheelhouse")),
+        # What a rack controller's credential_process would yield, at the emulated endpoint.
+        "slurm_controller_aws_config": {
+            "region": emulated_aws.REGION,
+            "endpoint_url": emulated_aws.ENDPOINT,
+            **emulated_aws.CREDENTIALS,
+        },
+    }
+    (rack.state / "group_vars" / "all.yml").write_text(yaml.safe_dump(variables))
+
+
+def _build_image(rack: Rack) -> Playbook:
+    """The image playbook on n2 (Slurm, munge and boot prerequisites), as EC2 Image Builder runs it."""
+    variables = image_vars(load(rack.cluster_file).cluster)
+    tags = ("--tags", "slurm_common,slurm_node,node_image")
+    return Playbook(*cloud_image.build(rack, IMAGE_NODE, dict(variables), *tags))
+
+
+@contextlib.contextmanager
+def burst_rack(name: str = RACK) -> Iterator[Burst]:
+    """The rack converged against the emulated account, the image built, the instance runner started."""
+    rack = Rack(name=name, size=3, declared=2)
+    runner: InstanceRunner | None = None
+    imds: MetadataService | None = None
+    injector: emulated_aws.FaultInjector | None = None
+    try:
+        rack.up()
+        rack.cluster_file.write_text(yaml.safe_dump(_cluster_file(rack), sort_keys=False))
+        cluster = load(rack.cluster_file).cluster
+        moto, injector = emulated_aws.start(rack.state, rack.name)
+        rack.pids.update({f"proxy-moto{i}": pid for i, pid in enumerate(moto)})
+        rack.save()
+        ec2, ssm = emulated_aws.client(rack.name, "ec2"), emulated_aws.client(rack.name, "ssm")
+        template = synth_capacity(cluster, str(rack.cluster_file), rack.state / "cdk.out")
+        zone = f"{emulated_aws.REGION}a"
+        Deployer(ec2, ssm, vpc_cidr="10.100.0.0/16", subnet_cidr="10.100.0.0/17", zone=zone).deploy(template)
+        progress(f"rack {rack.name}: building the cloud node image on n2")
+        image_build = _build_image(rack)
+        assert image_build.rc == 0, image_build.output[-4000:]
+        rack.stop_node(IMAGE_NODE)
+        image = cloud_image.save(rack.node(2), image_vars(cluster), IMAGE_ROOT)
+        _write_ansible_vars(rack)
+        progress(f"rack {rack.name}: converging ctl and n1")
+        first = converge(rack)
+        second = converge(rack) if first.rc == 0 else first
+        imds = MetadataService(rack.state / "imds", ec2)
+        runner = InstanceRunner(
+            rack, image, cluster.name, imds, (rack.state / "id_ed25519.pub").read_text(), gpus=8
+        )
+        runner.start()
+        yield Burst(rack, first, second, image_build, runner, imds, ec2, injector)
+    finally:
+        if injector is not None:
+            injector.shutdown()
+        if runner is not None:
+            runner.stop()
+        if imds is not None:
+            imds.close()
+        down(rack.name)

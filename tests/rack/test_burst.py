@@ -1,0 +1,239 @@
+"""Burst end to end: the rack's slurmctld powers emulated cloud nodes up and down, and they run jobs.
+
+Rack "c" (tests/rack/burst_rack.py): a controller and a rack node converged from a hybrid cluster file
+against an emulated AWS, cloud instances booted as nspawn nodes from the image the image playbook built.
+The tests run in file order on one rack; each leaves no instance behind for the next.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.rack import emulated_aws
+from tests.rack.burst_rack import GROUPS, IDLE_S, RACK, USER, Burst, burst_rack
+from tests.rack.conftest import require_rack_prerequisites
+
+
+@pytest.fixture(scope="module")
+def burst() -> Iterator[Burst]:
+    """Rack "c", converged, with its emulated account and instance runner."""
+    require_rack_prerequisites()
+    with burst_rack(RACK) as booted:
+        yield booted
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _ctl(burst: Burst, command: str, *, check: bool = True) -> str:
+    return burst.rack.ssh("ctl", command, check=check, timeout=600)
+
+
+def _as_user(burst: Burst, command: str) -> str:
+    return _ctl(burst, f"su - {USER} -c {json.dumps(command)}")
+
+
+def _live_instances(burst: Burst) -> dict[str, str]:
+    """Instance id → node tag of every pending or running instance of the cluster."""
+    found = {}
+    answer = burst.ec2.describe_instances(
+        Filters=[
+            {"Name": "tag:gpucluster:cluster", "Values": ["testrackc"]},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        ]
+    )
+    for reservation in answer["Reservations"]:
+        for instance in reservation["Instances"]:
+            tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+            found[instance["InstanceId"]] = tags.get("gpucluster:node", "")
+    return found
+
+
+def _node_states(burst: Burst) -> dict[str, str]:
+    rows = _ctl(burst, "sinfo -N -h -o '%N %t'").split()
+    return dict(zip(rows[::2], rows[1::2], strict=True))
+
+
+def _wait(what: str, check: Callable[[], bool], timeout_s: float, burst: Burst) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"not within {timeout_s:.0f} s: {what}\nnodes: {_node_states(burst)}\n"
+                f"instances: {_live_instances(burst)}\nrunner errors: {burst.runner.errors}\n"
+                + _ctl(burst, "tail -n 40 /var/log/slurm/slurmctld.log", check=False)
+            )
+        time.sleep(2)
+
+
+def _job(burst: Burst, job: str) -> dict[str, str]:
+    text = _ctl(burst, f"scontrol show job -o {job}", check=False)
+    return dict(re.findall(r"(\w+)=(\S*)", text))
+
+
+def _all_powered_down(burst: Burst) -> bool:
+    states = _node_states(burst)
+    cloud = {n: s for n, s in states.items() if n.startswith("p5-")}
+    return not _live_instances(burst) and all(s == "idle~" for s in cloud.values())
+
+
+# ------------------------------------------------------------------------------------------------ tests
+
+
+def test_the_rack_converges_and_a_second_run_changes_nothing(burst: Burst) -> None:
+    assert burst.first.rc == 0, burst.first.output[-6000:]
+    assert burst.second.rc == 0, burst.second.output[-6000:]
+    changed = {host: counts["changed"] for host, counts in burst.second.recap().items()}
+    assert changed == {"ctl": 0, "n1": 0}, burst.second.output[-6000:]
+
+
+def test_slurmctld_runs_the_power_configuration_and_shows_cloud_nodes_powered_down(burst: Burst) -> None:
+    config = _ctl(burst, "scontrol show config")
+    assert re.search(r"ResumeProgram\s+= /opt/gpucluster/bin/gpucluster-resume", config), config
+    assert re.search(r"SuspendProgram\s+= /opt/gpucluster/bin/gpucluster-suspend", config)
+    assert re.search(r"ResumeFailProgram\s+= /opt/gpucluster/bin/gpucluster-suspend", config)
+    assert re.search(r"SuspendExcNodes\s+= n1", config)
+    power = _ctl(burst, "scontrol show partition power-p5-spot")
+    assert "SuspendTime=60" in power and "ResumeTimeout=240" in power and "State=INACTIVE" in power
+    states = _node_states(burst)
+    assert {n: s for n, s in states.items() if n.startswith("p5-")} == {
+        f"{g}-{i}": "idle~" for g in GROUPS for i in (1, 2)
+    }
+    assert states["n1"] == "idle"
+    assert _live_instances(burst) == {}
+
+
+def test_the_munge_key_reached_ssm_and_the_reconciler_runs(burst: Burst) -> None:
+    ssm = emulated_aws.client(RACK, "ssm")
+    stored = ssm.get_parameter(Name="/gpucluster/testrackc/munge-key", WithDecryption=True)["Parameter"]
+    key = _ctl(burst, "base64 -w0 /etc/munge/munge.key")
+    assert stored["Type"] == "SecureString" and stored["Value"] == key
+    assert _ctl(burst, "systemctl is-active gpucluster-reconcile.timer").strip() == "active"
+    show = "systemctl show -p Result -p ExecMainStatus -p ExecMainExitTimestampMonotonic gpucluster-reconcile"
+    _wait(
+        "the reconciler ran", lambda: "ExecMainExitTimestampMonotonic=0" not in _ctl(burst, show), 60, burst
+    )
+    assert "Result=success" in _ctl(burst, show) and "ExecMainStatus=0" in _ctl(burst, show), _ctl(
+        burst, "journalctl -u gpucluster-reconcile --no-pager | tail -n 30"
+    )
+
+
+def test_a_user_job_bursts_to_two_cloud_nodes_which_power_down_when_idle(burst: Burst) -> None:
+    job = _as_user(
+        burst, "sbatch --parsable -p cloud -N2 -o /tmp/burst-%j.out --wrap 'srun hostname'"
+    ).strip()
+    _wait("the job completed", lambda: _job(burst, job).get("JobState") == "COMPLETED", 240, burst)
+    record = _job(burst, job)
+    assert record["NodeList"] == "p5-spot-[1-2]" and record["ExitCode"] == "0:0", record
+    assert record["UserId"].startswith(f"{USER}(2001)")
+    assert sorted(_live_instances(burst).values()) == ["p5-spot-1", "p5-spot-2"]
+    _wait(
+        "idle cloud nodes powered down, no instance left",
+        lambda: _all_powered_down(burst),
+        IDLE_S + 180,
+        burst,
+    )
+
+
+def _instance_node(burst: Burst, slurm_name: str) -> str:
+    """The rack address of the instance that runs a Slurm node."""
+    for instance_id, name in _live_instances(burst).items():
+        if name == slurm_name and instance_id in burst.runner.running:
+            return burst.runner.node_of(instance_id).address
+    raise AssertionError(f"no booted instance runs {slurm_name}: {_live_instances(burst)}")
+
+
+def test_on_a_cloud_node_a_job_user_reaches_neither_the_metadata_service_nor_the_munge_key(
+    burst: Burst,
+) -> None:
+    job = _as_user(burst, "sbatch --parsable -p cloud -N1 --wrap 'sleep 300'").strip()
+    _wait("the job runs", lambda: _job(burst, job).get("JobState") == "RUNNING", 240, burst)
+    node = _instance_node(burst, _job(burst, job)["NodeList"])
+    token = "curl -sS -m 5 -X PUT -H X-aws-ec2-metadata-token-ttl-seconds:60 http://169.254.169.254/latest/api/token"
+    user = burst.rack.ssh(node, f"su - {USER} -c '{token}' 2>&1; echo rc=$?", check=False)
+    # The firewall drops the job user's packets: no connection (refused or timed out), so no token.
+    assert re.search(r"rc=(7|28)$", user.strip()), user
+    assert burst.rack.ssh(node, token).strip()  # root gets a session token
+    no_token = burst.rack.ssh(
+        node, "curl -s -o /dev/null -w '%{http_code}' http://169.254.169.254/latest/meta-data/"
+    )
+    assert no_token == "401"  # IMDSv2 only
+    key = burst.rack.ssh(node, f"su - {USER} -c 'cat /etc/munge/munge.key' 2>&1; echo rc=$?", check=False)
+    assert "Permission denied" in key and "rc=1" in key, key
+    assert burst.rack.ssh(node, "stat -c '%U %a' /etc/munge/munge.key").strip() == "munge 400"
+    _ctl(burst, f"scancel {job}")
+    _wait("powered down again", lambda: _all_powered_down(burst), IDLE_S + 180, burst)
+
+
+def test_rack_first_and_burst_only_when_the_rack_is_full(burst: Burst) -> None:
+    rack_job = _as_user(burst, "sbatch --parsable -p debug,cloud -N1 --wrap 'hostname'").strip()
+    _wait("the job completed", lambda: _job(burst, rack_job).get("JobState") == "COMPLETED", 60, burst)
+    assert _job(burst, rack_job)["NodeList"] == "n1" and _live_instances(burst) == {}
+    filler = _as_user(burst, "sbatch --parsable -p debug --exclusive -N1 --wrap 'sleep 600'").strip()
+    _wait("n1 is full", lambda: _job(burst, filler).get("JobState") == "RUNNING", 60, burst)
+    burst_job = _as_user(burst, "sbatch --parsable -p debug,cloud -N1 --wrap 'hostname'").strip()
+    _wait("an instance boots", lambda: bool(_live_instances(burst)), 60, burst)
+    # slurmctld restarts while the node boots: nothing is lost, nothing leaks.
+    _ctl(burst, "systemctl restart slurmctld")
+    _wait(
+        "the burst job completed", lambda: _job(burst, burst_job).get("JobState") == "COMPLETED", 240, burst
+    )
+    assert _job(burst, burst_job)["NodeList"].startswith("p5-spot-")
+    _ctl(burst, f"scancel {filler}")
+    _wait("powered down, no instance left", lambda: _all_powered_down(burst), IDLE_S + 180, burst)
+
+
+def test_no_spot_capacity_downs_the_spot_nodes_with_the_code_and_the_job_runs_on_demand(burst: Burst) -> None:
+    spot_template = json.loads(
+        emulated_aws.client(RACK, "ssm").get_parameter(Name="/gpucluster/testrackc/capacity")["Parameter"][
+            "Value"
+        ]
+    )["groups"]["p5-spot"]["launch_template_id"]
+    burst.injector.fail_launches(
+        spot_template,
+        "InsufficientInstanceCapacity",
+        "We currently do not have sufficient p5.48xlarge capacity",
+    )
+    try:
+        job = _as_user(burst, "sbatch --parsable -p cloud -N2 --wrap 'srun hostname'").strip()
+        _wait(
+            "the spot nodes are DOWN with EC2's code",
+            lambda: "InsufficientInstanceCapacity" in _ctl(burst, "sinfo -R -N -h -o '%N|%E'"),
+            120,
+            burst,
+        )
+        reasons = _ctl(burst, "sinfo -R -N -h -o '%N|%E'")
+        assert {line.split("|")[0] for line in reasons.splitlines()} == {"p5-spot-1", "p5-spot-2"}, reasons
+        # Requeued (the credential lifetime delays a requeued job ~2 minutes) onto the on-demand group.
+        _wait(
+            "the job completed on demand", lambda: _job(burst, job).get("JobState") == "COMPLETED", 420, burst
+        )
+        assert _job(burst, job)["NodeList"] == "p5-od-[1-2]"
+    finally:
+        burst.injector.heal()
+    # After the unavailable window (2 minutes here) the reconciler returns the spot nodes.
+    _wait("everything powered down", lambda: _all_powered_down(burst), 300, burst)
+
+
+def test_an_instance_killed_out_of_band_downs_its_node_and_the_job_requeues_and_completes(
+    burst: Burst,
+) -> None:
+    job = _as_user(burst, "sbatch --parsable -p cloud -N1 --wrap 'sleep 20'").strip()
+    _wait("the job runs", lambda: _job(burst, job).get("JobState") == "RUNNING", 240, burst)
+    first = _job(burst, job)["NodeList"]
+    (victim,) = [i for i, name in _live_instances(burst).items() if name == first]
+    burst.ec2.terminate_instances(InstanceIds=[victim])  # a spot reclaim, or an operator's mistake
+    _wait(
+        "the reconciler downs the node",
+        lambda: "instance gone" in _ctl(burst, f"scontrol show node {first}"),
+        60,
+        burst,
+    )
+    _wait("the job completed", lambda: _job(burst, job).get("JobState") == "COMPLETED", 420, burst)
+    assert int(_job(burst, job)["Restarts"]) == 1
+    _wait("everything powered down", lambda: _all_powered_down(burst), IDLE_S + 240, burst)
