@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from gpucluster.names import CLUSTER_TAG, GROUP_TAG, ROLE_TAG
+from gpucluster.names import CLUSTER_TAG, ROLE_TAG
 
-__all__ = ["CLUSTER_TAG", "GROUP_TAG", "ROLE_TAG"]
+__all__ = ["CLUSTER_TAG", "ROLE_TAG"]

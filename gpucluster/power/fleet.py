@@ -158,10 +158,12 @@ class Instance:
         return self.state in ("pending", "running")
 
 
-def describe(ec2: EC2Client, config: PowerConfig) -> list[Instance]:
-    """Every instance tagged for this cluster, in any state EC2 still reports."""
+def describe(ec2: EC2Client, config: PowerConfig, nodes: list[str] | None = None) -> list[Instance]:
+    """Every instance tagged for this cluster (only the named nodes' if given), in any state EC2 reports."""
     found: list[Instance] = []
     filters: list[Any] = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [config.cluster]}]
+    if nodes is not None:
+        filters.append({"Name": f"tag:{NODE_TAG}", "Values": nodes})
     for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
         for reservation in page["Reservations"]:
             for instance in reservation["Instances"]:
@@ -185,25 +187,8 @@ def terminate_ids(ec2: EC2Client, ids: list[str]) -> None:
         with_throttle_retry(lambda batch=batch: ec2.terminate_instances(InstanceIds=batch))  # type: ignore[misc]
 
 
-def instances_of(ec2: EC2Client, config: PowerConfig, nodes: list[str] | None = None) -> dict[str, list[str]]:
-    """Live (pending or running) instances of this cluster by node name; only the named nodes if given."""
-    filters: list[Any] = [
-        {"Name": f"tag:{CLUSTER_TAG}", "Values": [config.cluster]},
-        {"Name": "instance-state-name", "Values": ["pending", "running"]},
-    ]
-    if nodes is not None:
-        filters.append({"Name": f"tag:{NODE_TAG}", "Values": nodes})
-    found: dict[str, list[str]] = {}
-    for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
-        for reservation in page["Reservations"]:
-            for instance in reservation["Instances"]:
-                tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}
-                found.setdefault(tags.get(NODE_TAG, ""), []).append(instance["InstanceId"])
-    return found
-
-
 def terminate(ec2: EC2Client, config: PowerConfig, nodes: list[str]) -> list[str]:
     """Terminate every live instance tagged as one of nodes in this cluster; returns their ids."""
-    ids = sorted(i for node_ids in instances_of(ec2, config, nodes).values() for i in node_ids)
+    ids = sorted(i.id for i in describe(ec2, config, nodes) if i.live)
     terminate_ids(ec2, ids)
     return ids
