@@ -32,6 +32,11 @@ def munge_key_parameter(cluster_name: str) -> str:
     return f"/gpucluster/{cluster_name}/munge-key"
 
 
+def munge_key_alias(cluster_name: str) -> str:
+    """KMS alias of the key that encrypts the munge key parameter (the capacity stack makes it)."""
+    return f"alias/gpucluster/{cluster_name}/munge-key"
+
+
 def capacity_parameter(cluster_name: str) -> str:
     """SSM parameter the capacity stack writes for the power programs: launch templates and subnets."""
     return f"/gpucluster/{cluster_name}/capacity"

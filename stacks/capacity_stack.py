@@ -10,11 +10,12 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.names import capacity_parameter, image_ami_parameter, munge_key_parameter
+from gpucluster.names import capacity_parameter, image_ami_parameter, munge_key_alias, munge_key_parameter
 from gpucluster.render import render
 from stacks.checkpoint_stack import CheckpointExports
 from stacks.parts.acks import acknowledge
 from stacks.parts.controller_access import ControllerAccess
+from stacks.parts.encryption_key import EncryptionKey
 from stacks.parts.gpu_group import GpuGroup
 from stacks.parts.head_node import HeadNode
 from stacks.parts.network import ClusterNetwork
@@ -41,6 +42,14 @@ class CapacityStack(cdk.Stack):
         super().__init__(scope, id_, **kwargs)
         aws = cluster.aws
         assert aws is not None
+        # The controller republishes the munge key at every converge, so a lost key loses nothing.
+        self.munge_key = EncryptionKey(
+            self,
+            "MungeKey",
+            alias=munge_key_alias(cluster.name),
+            description=f"{cluster.name} munge key parameter",
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        ).key
         self.node_role = NodeRole(
             self,
             "Nodes",
@@ -48,6 +57,7 @@ class CapacityStack(cdk.Stack):
             prefix=checkpoint.prefix if checkpoint else "",
             key_arn=cdk.Fn.import_value(checkpoint.key_arn) if checkpoint and checkpoint.key_arn else None,
             munge_key_parameter=munge_key_parameter(cluster.name),
+            munge_key_arn=self.munge_key.key_arn,
             bucket_label=checkpoint.bucket_arn if checkpoint else "",
         )
         acknowledge(
@@ -88,6 +98,7 @@ class CapacityStack(cdk.Stack):
                 node_role=self.node_role.role,
                 parameters=[capacity_parameter(cluster.name)],
                 writable_parameters=[munge_key_parameter(cluster.name)],
+                parameter_key_arn=self.munge_key.key_arn,
                 spec=aws.controller_access,
                 head_node=head_is_controller,
             )

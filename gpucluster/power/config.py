@@ -81,6 +81,7 @@ def from_cluster(cluster: Cluster) -> PowerConfig:
         capacity_parameter=names.capacity_parameter(cluster.name),
         groups=groups,
         unavailable_seconds=cluster.aws.burst.unavailable_minutes * 60,
+        munge_key_kms_key=names.munge_key_alias(cluster.name),
     )
 
 

@@ -16,34 +16,43 @@ if TYPE_CHECKING:
     from types_boto3_ssm import SSMClient
 
 KEY_FILE = Path("/etc/munge/munge.key")
+DEFAULT_KEY = "alias/aws/ssm"  # SSM's AWS-managed key
+# Missing, or encrypted under a key this role may no longer use.
+REWRITE_ON = {"ParameterNotFound", "InvalidKeyId", "AccessDeniedException", "KMSAccessDeniedException"}
 
 
 def publish(ssm: SSMClient, name: str, key: bytes, kms_key_id: str | None) -> bool:
-    """Write the key (base64) unless the parameter already holds it; True when it was written."""
+    """Write the key (base64) unless the parameter holds it under the same KMS key; True when written.
+
+    A parameter under another key (the capacity stack was replaced, or the key was aws/ssm) or one that
+    no longer decrypts is rewritten: nodes can decrypt only with the stack's current key.
+    """
     value = base64.b64encode(key).decode()
-    try:
-        current = ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"].get("Value")
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") != "ParameterNotFound":
-            raise
-        current = None
-    if current == value:
+    if _current(ssm, name) == (value, kms_key_id or DEFAULT_KEY):
         return False
-    description = "munge key of the Slurm cluster (published by the controller role)"
-    if kms_key_id:
-        ssm.put_parameter(
-            Name=name,
-            Value=value,
-            Type="SecureString",
-            Overwrite=True,
-            Description=description,
-            KeyId=kms_key_id,
-        )
-    else:
-        ssm.put_parameter(
-            Name=name, Value=value, Type="SecureString", Overwrite=True, Description=description
-        )
+    ssm.put_parameter(
+        Name=name,
+        Value=value,
+        Type="SecureString",
+        Overwrite=True,
+        Description="munge key of the Slurm cluster (published by the controller role)",
+        KeyId=kms_key_id or DEFAULT_KEY,
+    )
     return True
+
+
+def _current(ssm: SSMClient, name: str) -> tuple[str, str] | None:
+    """The parameter's value and KMS key id; None when it is missing or no longer decrypts."""
+    latest = None
+    try:
+        # The history is the one read that carries the KeyId and allows a per-parameter grant.
+        for page in ssm.get_paginator("get_parameter_history").paginate(Name=name, WithDecryption=True):
+            latest = page["Parameters"][-1] if page["Parameters"] else latest
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in REWRITE_ON:
+            return None
+        raise
+    return (latest.get("Value", ""), latest.get("KeyId", "")) if latest else None
 
 
 def main(argv: list[str] | None = None) -> int:

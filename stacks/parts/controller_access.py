@@ -2,9 +2,9 @@
 
 One role: launch only from the cluster's launch templates and only instances tagged for the cluster,
 tag its own instances, terminate only instances tagged for the cluster, describe, pass only the node
-role, read the capacity parameter and write the munge key parameter. A rack controller assumes it
-through IAM Roles Anywhere (a trust anchor on the site's CA, a certificate whose CN is the controller's
-name); a cloud head node through its instance profile.
+role, read the capacity parameter and write the munge key parameter (with the stack's KMS key). A rack
+controller assumes it through IAM Roles Anywhere (a trust anchor on the site's CA, a certificate whose CN
+is the controller's name); a cloud head node through its instance profile.
 https://docs.aws.amazon.com/rolesanywhere/latest/userguide/getting-started.html
 """
 
@@ -39,6 +39,7 @@ class ControllerAccess(Construct):
         node_role: iam.IRole,
         parameters: list[str],
         writable_parameters: list[str],
+        parameter_key_arn: str,
         spec: AccessSpec | None,
         head_node: bool,
     ) -> None:
@@ -96,6 +97,7 @@ class ControllerAccess(Construct):
                 node_role=node_role,
                 parameters=parameters,
                 writable_parameters=writable_parameters,
+                parameter_key_arn=parameter_key_arn,
             ),
         )
         acknowledge(self.policy, _reasons(stack))
@@ -131,6 +133,7 @@ def _statements(
     node_role: iam.IRole,
     parameters: list[str],
     writable_parameters: list[str],
+    parameter_key_arn: str,
 ) -> list[iam.PolicyStatement]:
     ours = {f"aws:ResourceTag/{CLUSTER_TAG}": cluster_name}
     templates = [_arn(stack, "ec2", "launch-template", i) for i in launch_template_ids]
@@ -182,8 +185,14 @@ def _statements(
             ],
         ),
         iam.PolicyStatement(
-            actions=["ssm:PutParameter"],
+            actions=["ssm:PutParameter", "ssm:GetParameterHistory"],
             resources=[_arn(stack, "ssm", "parameter", p.lstrip("/")) for p in writable_parameters],
+        ),
+        # SecureString writes encrypt (and the publisher's compare decrypts) with the stack's key via SSM.
+        iam.PolicyStatement(
+            actions=["kms:Encrypt", "kms:Decrypt"],
+            resources=[parameter_key_arn],
+            conditions={"StringEquals": {"kms:ViaService": f"ssm.{stack.region}.amazonaws.com"}},
         ),
     ]
 

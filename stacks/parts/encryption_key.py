@@ -8,9 +8,17 @@ from constructs import Construct
 
 
 class EncryptionKey(Construct):
-    """Symmetric KMS key with yearly rotation; RETAIN because deleting it would orphan the data."""
+    """Symmetric KMS key with yearly rotation; RETAIN by default: deleting it would orphan the data."""
 
-    def __init__(self, scope: Construct, id_: str, *, alias: str | None, description: str) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        alias: str | None,
+        description: str,
+        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+    ) -> None:
         super().__init__(scope, id_)
         self.key = kms.Key(
             self,
@@ -18,5 +26,5 @@ class EncryptionKey(Construct):
             alias=alias,
             description=description,
             enable_key_rotation=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=removal_policy,
         )

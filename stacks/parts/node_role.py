@@ -29,6 +29,7 @@ class NodeRole(Construct):
         prefix: str,
         key_arn: str | None,
         munge_key_parameter: str,
+        munge_key_arn: str,
         bucket_label: str,
     ) -> None:
         super().__init__(scope, id_)
@@ -38,6 +39,7 @@ class NodeRole(Construct):
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description="GPU nodes: checkpoint prefix read/write and the munge key",
         )
+        region = cdk.Stack.of(self).region
         statements = [
             iam.PolicyStatement(
                 actions=["ssm:GetParameter"],
@@ -49,7 +51,13 @@ class NodeRole(Construct):
                         cdk.Stack.of(self),
                     )
                 ],
-            )
+            ),
+            # Decrypt the SecureString through SSM only, never the key directly.
+            iam.PolicyStatement(
+                actions=["kms:Decrypt"],
+                resources=[munge_key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"ssm.{region}.amazonaws.com"}},
+            ),
         ]
         if bucket_arn is not None:
             statements += _checkpoint_statements(bucket_arn, prefix, key_arn)

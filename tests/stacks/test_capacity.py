@@ -10,7 +10,7 @@ from aws_cdk.assertions import Match
 
 from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.model.aws import CapacityGroup
-from gpucluster.names import image_ami_parameter
+from gpucluster.names import image_ami_parameter, munge_key_alias
 from gpucluster.render import render
 from stacks.nag.launch_templates import capacity_groups
 from stacks.nag.template import Template
@@ -375,3 +375,28 @@ def test_a_cloud_head_node_runs_with_the_controller_role(cloud_only_synth: Synth
     profile_id = instance["Properties"]["IamInstanceProfile"]["Ref"]
     profile = template.find_resources("AWS::IAM::InstanceProfile")[profile_id]
     assert profile["Properties"]["Roles"][0]["Ref"].startswith("ControllerRole")
+
+
+def test_the_munge_key_parameter_key_is_used_through_ssm_only(example_synth: Synth) -> None:
+    (key_id,) = [i for i in _resources(example_synth, "AWS::KMS::Key") if i.startswith("MungeKey")]
+    (alias,) = _resources(example_synth, "AWS::KMS::Alias").values()
+    assert alias["Properties"] == {"AliasName": munge_key_alias("example"), "TargetKeyId": _arn_of(key_id)}
+    policies = _resources(example_synth, "AWS::IAM::ManagedPolicy")
+    (node_policy,) = [p for i, p in policies.items() if i.startswith("Nodes")]
+    grants = {
+        owner: [s for s in statements if s["Resource"] == _arn_of(key_id)]
+        for owner, statements in (
+            ("node", node_policy["Properties"]["PolicyDocument"]["Statement"]),
+            ("controller", _controller_statements(example_synth)),
+        )
+    }
+    assert [s["Action"] for s in grants["node"]] == ["kms:Decrypt"]
+    assert [sorted(_list(s["Action"])) for s in grants["controller"]] == [["kms:Decrypt", "kms:Encrypt"]]
+    aws = example_synth.cluster.aws
+    assert aws is not None
+    through_ssm = {"StringEquals": {"kms:ViaService": f"ssm.{aws.region}.amazonaws.com"}}
+    assert all(s["Condition"] == through_ssm for s in grants["node"] + grants["controller"])
+
+
+def _arn_of(logical_id: str) -> dict[str, list[str]]:
+    return {"Fn::GetAtt": [logical_id, "Arn"]}
