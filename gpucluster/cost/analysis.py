@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from gpucluster.clusterfile.catalog.prices import REFERENCE_REGION
 from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.model.aws import CapacityGroup
 from gpucluster.cost.checkpoint import CheckpointPlan, Method
 from gpucluster.cost.formulas import (
     HOURS_PER_MONTH,
@@ -158,10 +159,24 @@ def _monthly(cluster: Cluster, onprem: OnPremMonthly | None, u: float) -> list[G
         if group.market == "capacity-block":
             hours = HOURS_PER_MONTH * group.max_count  # the block is paid in full
         else:
-            hours = HOURS_PER_MONTH * max(group.max_count * u, float(group.min_count))
+            hours = burst_hours(cluster, group, u)
         gpus = price.gpu_count * group.max_count
         rows.append(GroupMonthly(group.name, "aws", group.market, gpus, hours * price.usd_per_instance_hour))
     return rows
+
+
+def burst_hours(cluster: Cluster, group: CapacityGroup, u: float) -> float:
+    """Billed instance-hours a month of a powered group: busy hours, plus per run its boot and idle tail.
+
+    Busy hours are max_count x u x 730; each run of `economics.cloud_run_hours` also pays
+    `cloud_boot_minutes` before the node registers and the group's `idle_minutes` before it powers down.
+    Static nodes (min_count) are billed around the clock; no group runs more than all month.
+    """
+    economics = cluster.economics
+    busy = HOURS_PER_MONTH * group.max_count * u
+    per_run_overhead = (economics.cloud_boot_minutes + group.idle_minutes) / 60
+    dynamic = busy * (1 + per_run_overhead / economics.cloud_run_hours)
+    return min(HOURS_PER_MONTH * group.max_count, max(dynamic, HOURS_PER_MONTH * group.min_count))
 
 
 def _notes(cluster: Cluster, markets: list[MarketResult]) -> list[str]:
@@ -170,6 +185,13 @@ def _notes(cluster: Cluster, markets: list[MarketResult]) -> list[str]:
         " on-demand and spot are paid only while they run",
         "spot includes checkpoint writes and lost work (τ/2 + restart per interruption)",
     ]
+    if cluster.aws and cluster.aws.capacity:
+        economics = cluster.economics
+        notes.append(
+            f"cloud groups pay per {economics.cloud_run_hours:g} h run {economics.cloud_boot_minutes:g}"
+            " min of boot and their idle_minutes before power-down"
+            " (economics.cloud_run_hours, cloud_boot_minutes)"
+        )
     if cluster.aws and cluster.aws.region != REFERENCE_REGION and markets:
         notes.append(
             f"reference prices are {REFERENCE_REGION}; the cluster runs in {cluster.aws.region}:"

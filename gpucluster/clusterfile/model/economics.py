@@ -41,6 +41,9 @@ class Economics(Strict):
     checkpoint_write_s: PositiveInt | None = None
     restart_s: PositiveInt | None = None  # replace an instance, reload the last checkpoint
     checkpoint_interval_method: Literal["young", "daly"] = "young"
+    # Burst overhead: every cloud run is billed from launch to power-down, not only while its job runs.
+    cloud_run_hours: PositiveFloat = 12.0  # a powered-up cloud node's mean run of back-to-back jobs
+    cloud_boot_minutes: Annotated[float, Field(ge=0)] = 10.0  # billed from launch until slurmd registers
 
     @field_validator(
         "savings_plan_1y_usd_per_hour", "savings_plan_3y_usd_per_hour", "capacity_block_usd_per_hour"
