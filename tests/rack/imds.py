@@ -47,8 +47,25 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         super().__init__(path, _Handler)
 
 
+class LoopbackServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    """The same service on 127.0.0.1 (unit tests of code that reads the metadata service)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, metadata: InstanceMetadata, ec2: Any = None) -> None:
+        self.metadata = metadata
+        self.ec2 = ec2
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    @property
+    def url(self) -> str:
+        """Base URL, as the agent's imds_url."""
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: _Server | LoopbackServer
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the test reads `requests` instead."""
