@@ -122,8 +122,10 @@ def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[
     if group.site == "aws":
         # Slurm's own files come from slurmctld (configless): a node always runs its current version.
         files = [(BY_PATH[p], text) for p, text in {**shared, **out}.items() if not BY_PATH[p].configless]
+        assert cluster.aws is not None
         cloud = {
             **context,
+            "capacity": next(c for c in cluster.aws.capacity if c.name == group.name),
             "files": files,
             "hostlist": compress(list(group.hosts)),
             "munge_key_parameter": munge_key_parameter(cluster.name),

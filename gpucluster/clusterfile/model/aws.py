@@ -130,6 +130,20 @@ class Burst(Strict):
     )
 
 
+class Spot(Strict):
+    """What the spot agent on each spot node does with EC2's notices (README, "Spot")."""
+
+    poll_seconds: Annotated[float, Field(ge=1, le=5)] = Field(
+        default=5, description="Metadata polls per notice check; the notice comes two minutes ahead."
+    )
+    checkpoint_signal: Literal["USR1", "USR2", "TERM", "INT", "HUP"] = Field(
+        default="USR1", description="Sent to every job's batch shell and steps on an interruption notice."
+    )
+    safety_margin_s: Annotated[int, Field(ge=5, le=100)] = Field(
+        default=20, description="Jobs still on the node this long before the interruption are requeued."
+    )
+
+
 class Budget(Strict):
     """A monthly AWS budget with alert thresholds in percent of the limit."""
 
@@ -209,6 +223,7 @@ class Aws(Strict):
     head_node: HeadNode | None = None
     capacity: list[CapacityGroup] = Field(default_factory=list)
     burst: Burst = Burst()
+    spot: Spot = Spot()
     controller_access: ControllerAccess | None = Field(
         default=None, description="IAM Roles Anywhere for an on-prem controller's power programs."
     )

@@ -1,0 +1,1 @@
+../../../../gpucluster/spot/agent.py
