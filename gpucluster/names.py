@@ -37,6 +37,11 @@ def munge_key_alias(cluster_name: str) -> str:
     return f"alias/gpucluster/{cluster_name}/munge-key"
 
 
+def checkpoint_access_parameter(cluster_name: str) -> str:
+    """SSM parameter the capacity stack writes for cloud nodes: checkpoint bucket, prefix, writer role."""
+    return f"/gpucluster/{cluster_name}/checkpoint-access"
+
+
 def capacity_parameter(cluster_name: str) -> str:
     """SSM parameter the capacity stack writes for the power programs: launch templates and subnets."""
     return f"/gpucluster/{cluster_name}/capacity"

@@ -10,10 +10,17 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.names import capacity_parameter, image_ami_parameter, munge_key_alias, munge_key_parameter
+from gpucluster.names import (
+    capacity_parameter,
+    checkpoint_access_parameter,
+    image_ami_parameter,
+    munge_key_alias,
+    munge_key_parameter,
+)
 from gpucluster.render import render
 from stacks.checkpoint_stack import CheckpointExports
 from stacks.parts.acks import acknowledge
+from stacks.parts.checkpoint_writer import CheckpointWriter
 from stacks.parts.controller_access import ControllerAccess
 from stacks.parts.encryption_key import EncryptionKey
 from stacks.parts.gpu_group import GpuGroup
@@ -53,13 +60,10 @@ class CapacityStack(cdk.Stack):
         self.node_role = NodeRole(
             self,
             "Nodes",
-            bucket_arn=cdk.Fn.import_value(checkpoint.bucket_arn) if checkpoint else None,
-            prefix=checkpoint.prefix if checkpoint else "",
-            key_arn=cdk.Fn.import_value(checkpoint.key_arn) if checkpoint and checkpoint.key_arn else None,
-            munge_key_parameter=munge_key_parameter(cluster.name),
+            parameters=[munge_key_parameter(cluster.name), checkpoint_access_parameter(cluster.name)],
             munge_key_arn=self.munge_key.key_arn,
-            bucket_label=checkpoint.bucket_arn if checkpoint else "",
         )
+        self.checkpoint_access = self._checkpoint_access(cluster, checkpoint) if checkpoint else None
         acknowledge(
             self,
             {
@@ -115,6 +119,33 @@ class CapacityStack(cdk.Stack):
                 role=self.controller.role if self.controller and head_is_controller else self.node_role.role,
                 security_group=self.node_security_group,
             )
+
+    def _checkpoint_access(self, cluster: Cluster, checkpoint: CheckpointExports) -> ssm.StringParameter:
+        """The writer role and where checkpoints go: what a node's credential broker and jobs need."""
+        bucket_arn = cdk.Fn.import_value(checkpoint.bucket_arn)
+        self.checkpoint_writer = CheckpointWriter(
+            self,
+            "CheckpointWriter",
+            node_role=self.node_role.role,
+            bucket_arn=bucket_arn,
+            prefix=checkpoint.prefix,
+            key_arn=cdk.Fn.import_value(checkpoint.key_arn) if checkpoint.key_arn else None,
+            bucket_label=checkpoint.bucket_arn,
+        )
+        self.node_role.may_assume(self.checkpoint_writer.role)
+        record = {
+            "bucket": cdk.Fn.select(5, cdk.Fn.split(":", bucket_arn)),  # arn:<partition>:s3:::<name>
+            "bucket_arn": bucket_arn,
+            "prefix": checkpoint.prefix,
+            "role_arn": self.checkpoint_writer.role.role_arn,
+        }
+        return ssm.StringParameter(
+            self,
+            "CheckpointAccess",
+            parameter_name=checkpoint_access_parameter(cluster.name),
+            description="Checkpoint bucket, prefix and writer role, for the nodes' job credential broker",
+            string_value=self.to_json_string(record),
+        )
 
     def _publish_capacity(self, cluster: Cluster, network: ClusterNetwork) -> ssm.StringParameter:
         """Per group what the power programs launch: template, subnets, placement, market, types, size.

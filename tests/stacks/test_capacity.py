@@ -166,28 +166,36 @@ def test_markets_and_sizes_are_what_the_power_programs_launch(synth: Synth) -> N
             assert "InstanceMarketOptions" not in data
 
 
-def test_node_role_reads_and_writes_only_under_the_checkpoint_prefix(example_synth: Synth) -> None:
+def test_checkpoint_writes_go_through_a_role_bounded_to_the_prefix_that_only_nodes_assume(
+    example_synth: Synth,
+) -> None:
     aws = example_synth.cluster.aws
     assert aws is not None and aws.checkpoint is not None
     prefix = aws.checkpoint.prefix
-    (policy,) = [
-        p for i, p in _resources(example_synth, "AWS::IAM::ManagedPolicy").items() if i.startswith("Nodes")
-    ]
-    statements = policy["Properties"]["PolicyDocument"]["Statement"]
-    s3_statements = [s for s in statements if any(a.startswith("s3:") for a in _list(s["Action"]))]
-    for statement in s3_statements:
+    policies = _resources(example_synth, "AWS::IAM::ManagedPolicy")
+    (writer,) = [p for i, p in policies.items() if i.startswith("CheckpointWriterPolicy")]
+    statements = writer["Properties"]["PolicyDocument"]["Statement"]
+    for statement in statements:
         assert statement["Effect"] == "Allow"
         actions = _list(statement["Action"])
         assert not any("*" in a for a in actions)
         if actions == ["s3:ListBucket"]:
             assert statement["Condition"] == {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}
-        else:
+        elif actions[0].startswith("s3:"):
             join = statement["Resource"]["Fn::Join"][1]
             assert join[-1] == f"/{prefix}/*"
-            assert "s3:DeleteObjectVersion" not in actions
-    kms = [s for s in statements if _list(s["Action"])[0].startswith("kms:")]
-    assert kms and kms[0]["Condition"]["StringEquals"]["kms:ViaService"]
-    assert all(s["Resource"] != "*" for s in statements)
+            assert "s3:DeleteObjectVersion" not in actions  # versions survive a job's mistakes
+        else:
+            assert statement["Condition"]["StringEquals"]["kms:ViaService"]
+    roles = _resources(example_synth, "AWS::IAM::Role")
+    (writer_role,) = [r for i, r in roles.items() if i.startswith("CheckpointWriterRole")]
+    (trust,) = writer_role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"]["AWS"]["Fn::GetAtt"][0].startswith("NodesRole")
+    assert writer_role["Properties"]["MaxSessionDuration"] == 3600
+    # The instance role itself holds no S3 access: only root reaches it, and root writes no checkpoints.
+    (node,) = [p for i, p in policies.items() if i.startswith("NodesPolicy")]
+    node_actions = {a for s in node["Properties"]["PolicyDocument"]["Statement"] for a in _list(s["Action"])}
+    assert node_actions == {"ssm:GetParameter", "kms:Decrypt", "sts:AssumeRole"}
 
 
 def _list(value: str | list[str]) -> list[str]:
@@ -279,13 +287,14 @@ def test_the_capacity_parameter_is_what_the_power_programs_read(example_synth: S
     from gpucluster.power import capacity, config
 
     template = example_synth.template("Capacity")
-    (parameter,) = template.find_resources("AWS::SSM::Parameter").values()
+    cfg = config.from_cluster(example_synth.cluster)
+    (parameter,) = template.find_resources(
+        "AWS::SSM::Parameter", {"Properties": {"Name": cfg.capacity_parameter}}
+    ).values()
     launch_templates = template.find_resources("AWS::EC2::LaunchTemplate")
     placement_groups = template.find_resources("AWS::EC2::PlacementGroup")
     refs = {logical_id: f"<{logical_id}>" for logical_id in [*launch_templates, *placement_groups]}
     value = _resolve(parameter["Properties"]["Value"], refs)
-    cfg = config.from_cluster(example_synth.cluster)
-    assert parameter["Properties"]["Name"] == cfg.capacity_parameter
     with mock_aws():
         ssm = boto3.client("ssm", region_name="us-east-1")
         ssm.put_parameter(Name=cfg.capacity_parameter, Type="String", Value=value)
