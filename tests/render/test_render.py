@@ -147,3 +147,30 @@ def test_power_saving_takes_each_groups_times_and_never_touches_rack_or_static_n
     # Slurm fills lower weights first: racks, then spot, then on-demand.
     weights = dict(re.findall(r"^NodeName=(\S+) .* Weight=(\d+)", conf, re.M))
     assert weights == {"gpu-a[01-04]": "1", "gpu-b[01-04]": "1", "p5-od-[1-4]": "100", "p5-spot-[1-8]": "50"}
+
+
+def _join(cluster: Cluster, group: str) -> str:
+    document = yaml.safe_load(render(cluster, "aws", group=group)["cloud-init/user-data"])
+    join: str = next(
+        f["content"] for f in document["write_files"] if f["path"] == "/usr/local/sbin/gpucluster-join"
+    )
+    return join
+
+
+def test_spot_nodes_run_the_agent_and_tell_jobs_the_interval_that_cost_prices(example: Cluster) -> None:
+    from gpucluster.cost.inputs import spot_plan
+
+    spot, on_demand = _join(example, "p5-spot"), _join(example, "p5-od")
+    assert "systemctl enable --now gpucluster-spot-agent" in spot
+    assert "gpucluster-spot-agent" not in on_demand
+    plan, _ = spot_plan(example, "p5.48xlarge")
+    assert f'"GPUCLUSTER_CHECKPOINT_INTERVAL_S": "{round(plan.interval_s)}"' in spot
+    assert "GPUCLUSTER_CHECKPOINT_INTERVAL_S" not in on_demand  # nothing interrupts on-demand nodes
+    for join in (spot, on_demand):  # both get a location, the signal and their user's credentials
+        assert '"GPUCLUSTER_CHECKPOINT_SIGNAL": "USR1"' in join
+        assert "/gpucluster/example/checkpoint-access" in join
+        assert "systemctl enable --now gpucluster-job-credentials" in join
+        # The agent and the broker start before slurmd accepts any job.
+        assert join.index("gpucluster-job-credentials") < join.index("systemctl restart slurmd")
+    slurm_conf = render(example, "aws", group="p5-spot")["slurm/slurm.conf"]
+    assert "JobRequeue=1" in slurm_conf and "RequeueExit=99" in slurm_conf

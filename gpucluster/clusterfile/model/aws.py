@@ -142,6 +142,10 @@ class Spot(Strict):
     safety_margin_s: Annotated[int, Field(ge=5, le=100)] = Field(
         default=20, description="Jobs still on the node this long before the interruption are requeued."
     )
+    requeue_exit_code: Annotated[int, Field(ge=1, le=254)] = Field(
+        default=99,
+        description="A batch job that exits with it is requeued (slurm.conf RequeueExit, cluster-wide).",
+    )
 
 
 class Budget(Strict):

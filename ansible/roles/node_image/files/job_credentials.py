@@ -1,0 +1,1 @@
+../../../../gpucluster/spot/credentials.py
