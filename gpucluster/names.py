@@ -42,6 +42,11 @@ def checkpoint_access_parameter(cluster_name: str) -> str:
     return f"/gpucluster/{cluster_name}/checkpoint-access"
 
 
+def spot_events_queue(cluster_name: str) -> str:
+    """SQS queue (name) where EventBridge puts EC2's spot and instance events for the reconciler."""
+    return f"gpucluster-{cluster_name}-spot-events"
+
+
 def capacity_parameter(cluster_name: str) -> str:
     """SSM parameter the capacity stack writes for the power programs: launch templates and subnets."""
     return f"/gpucluster/{cluster_name}/capacity"

@@ -16,6 +16,7 @@ from gpucluster.names import (
     image_ami_parameter,
     munge_key_alias,
     munge_key_parameter,
+    spot_events_queue,
 )
 from gpucluster.render import render
 from stacks.checkpoint_stack import CheckpointExports
@@ -28,6 +29,7 @@ from stacks.parts.head_node import HeadNode
 from stacks.parts.network import ClusterNetwork
 from stacks.parts.node_role import NodeRole
 from stacks.parts.node_security_group import NodeSecurityGroup
+from stacks.parts.spot_events import SpotEvents
 
 USER_DATA = "cloud-init/user-data"
 
@@ -90,6 +92,9 @@ class CapacityStack(cdk.Stack):
             for group in aws.capacity
         ]
         self.capacity_parameter = self._publish_capacity(cluster, network)
+        self.spot_events = None
+        if any(group.market == "spot" for group in aws.capacity):
+            self.spot_events = SpotEvents(self, "SpotEvents", queue_name=spot_events_queue(cluster.name))
         head_is_controller = aws.head_node is not None and aws.head_node.name == cluster.slurm.controller
         self.controller: ControllerAccess | None = None
         if aws.controller_access is not None or head_is_controller:
@@ -103,6 +108,7 @@ class CapacityStack(cdk.Stack):
                 parameters=[capacity_parameter(cluster.name)],
                 writable_parameters=[munge_key_parameter(cluster.name)],
                 parameter_key_arn=self.munge_key.key_arn,
+                events=self.spot_events,
                 spec=aws.controller_access,
                 head_node=head_is_controller,
             )

@@ -50,6 +50,8 @@ class PowerConfig:
     # used when it exists and AWS_CONFIG_FILE is not set. slurmctld passes the programs no environment.
     aws_config_file: str = "/etc/gpucluster/aws/config"
     munge_key_kms_key: str | None = None  # KMS key (alias) of the munge key parameter; None: aws/ssm
+    events_queue: str | None = None  # SQS queue of EC2's spot and instance events (spot groups only)
+    checkpoint_signal: str = "USR1"  # what jobs on an interrupted node get (aws.spot)
     tags: dict[str, str] = field(default_factory=dict)
 
     def group_of(self, node: str) -> GroupConfig | None:
@@ -82,6 +84,10 @@ def from_cluster(cluster: Cluster) -> PowerConfig:
         groups=groups,
         unavailable_seconds=cluster.aws.burst.unavailable_minutes * 60,
         munge_key_kms_key=names.munge_key_alias(cluster.name),
+        events_queue=names.spot_events_queue(cluster.name)
+        if any(g.market == "spot" for g in groups)
+        else None,
+        checkpoint_signal=cluster.aws.spot.checkpoint_signal,
     )
 
 

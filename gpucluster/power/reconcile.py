@@ -14,13 +14,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpucluster.power import config, fleet
+from gpucluster.power import config, fleet, spot_events
 from gpucluster.power.log import log
-from gpucluster.power.resume import clients, load_config
+from gpucluster.power.resume import clients, load_config, sqs_client
 from gpucluster.power.slurm import NodeState, Scontrol, Slurm
 
 if TYPE_CHECKING:
     from types_boto3_ec2 import EC2Client
+    from types_boto3_sqs import SQSClient
 
 # An instance without its node tag is young: the ResumeProgram tags right after CreateFleet returns.
 UNTAGGED_GRACE_S = 300
@@ -38,10 +39,12 @@ class Plan:
     down: dict[str, str] = field(default_factory=dict)  # node → reason
     power_down: list[str] = field(default_factory=list)  # DOWN nodes returned to POWERED_DOWN
     power_up: list[str] = field(default_factory=list)  # static nodes found powered down
+    events: list[str] = field(default_factory=list)  # what EC2's queued events did (spot_events)
 
     def lines(self) -> list[str]:
         """One log line per decision."""
         return [
+            *(f"event: {line}" for line in self.events),
             *(f"terminate {i}: {why}" for i, why in sorted(self.terminate.items())),
             *(f"down {n}: {why}" for n, why in sorted(self.down.items())),
             *(f"return {n} to powered down" for n in sorted(self.power_down)),
@@ -126,15 +129,27 @@ def _may_return(cfg: config.PowerConfig, node: NodeState, now: float) -> bool:
     return not capacity or node.reason_time is None or now - node.reason_time >= cfg.unavailable_seconds
 
 
-def reconcile(cfg: config.PowerConfig, *, ec2: EC2Client, slurm: Slurm, now: float | None = None) -> Plan:
-    """One pass: read instances, then nodes; terminate, set DOWN and return nodes as planned."""
+def reconcile(
+    cfg: config.PowerConfig,
+    *,
+    ec2: EC2Client,
+    slurm: Slurm,
+    sqs: SQSClient | None = None,
+    now: float | None = None,
+) -> Plan:
+    """One pass: read instances, act on queued EC2 events, read nodes; terminate, set DOWN, return."""
     instances = fleet.describe(ec2, cfg)
+    events: list[str] = []
+    if sqs is not None and cfg.events_queue:
+        queue_url = sqs.get_queue_url(QueueName=cfg.events_queue)["QueueUrl"]
+        events = spot_events.consume(sqs, queue_url, instances, slurm, cfg.checkpoint_signal)
     decided = plan(cfg, instances, slurm.nodes(), time.time() if now is None else now)
     fleet.terminate_ids(ec2, sorted(decided.terminate))
     for name, reason in sorted(decided.down.items()):
         slurm.set_down([name], reason)
     slurm.power_down(sorted(decided.power_down))
     slurm.power_up(sorted(decided.power_up))
+    decided.events = events
     return decided
 
 
@@ -146,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cfg = load_config()
     ec2, _ = clients(cfg)
-    for line in reconcile(cfg, ec2=ec2, slurm=Scontrol()).lines():
+    sqs = sqs_client(cfg) if cfg.events_queue else None
+    for line in reconcile(cfg, ec2=ec2, slurm=Scontrol(), sqs=sqs).lines():
         print(line)
         log(cfg.state_dir, "gpucluster-reconcile", line)
     return 0

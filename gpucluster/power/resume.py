@@ -29,6 +29,7 @@ from gpucluster.power.unavailable import Unavailable
 
 if TYPE_CHECKING:
     from types_boto3_ec2 import EC2Client
+    from types_boto3_sqs import SQSClient
     from types_boto3_ssm import SSMClient
 
 # Retries are ours (throttling only): botocore's would retry other errors too.
@@ -110,6 +111,12 @@ def clients(cfg: config.PowerConfig) -> tuple[EC2Client, SSMClient]:
     ec2 = session.client("ec2", endpoint_url=cfg.endpoint_url, config=NO_RETRIES)
     ssm = session.client("ssm", endpoint_url=cfg.endpoint_url, config=NO_RETRIES)
     return ec2, ssm
+
+
+def sqs_client(cfg: config.PowerConfig) -> SQSClient:
+    """An SQS client like `clients`' (call those first: they pick the AWS configuration file)."""
+    session = boto3.session.Session(region_name=cfg.region)
+    return session.client("sqs", endpoint_url=cfg.endpoint_url, config=NO_RETRIES)
 
 
 def load_config() -> config.PowerConfig:

@@ -103,12 +103,19 @@ class Slurm(Protocol):
     def nodes(self) -> dict[str, NodeState]:
         """Every node's state."""
 
+    def drain(self, nodes: list[str], reason: str) -> None:
+        """No new job starts on the nodes; running jobs go on."""
+
+    def signal_jobs(self, node: str, signal: str) -> None:
+        """Send a signal to the batch shell and steps of every job on a node."""
+
 
 class Scontrol:
-    """Slurm through the scontrol command on slurmctld's PATH."""
+    """Slurm through the scontrol command (and scancel, for signals) on slurmctld's PATH."""
 
-    def __init__(self, binary: str = "scontrol") -> None:
+    def __init__(self, binary: str = "scontrol", scancel: str = "scancel") -> None:
         self.binary = binary
+        self.scancel = scancel
 
     def _run(self, *args: str) -> str:
         done = subprocess.run([self.binary, *args], check=True, capture_output=True, text=True)
@@ -135,3 +142,17 @@ class Scontrol:
     def nodes(self) -> dict[str, NodeState]:
         """`scontrol show nodes --oneliner` (before 23.02 powered-down nodes need PrivateData=cloud)."""
         return parse_nodes(self._run("show", "nodes", "--oneliner"))
+
+    def drain(self, nodes: list[str], reason: str) -> None:
+        """Run `scontrol update nodename=<hostlist> state=drain reason=<reason>`."""
+        if nodes:
+            self._run("update", f"nodename={compress(nodes)}", "state=drain", f"reason={reason}")
+
+    def signal_jobs(self, node: str, signal: str) -> None:
+        """`scancel --full --signal=<signal> --nodelist=<node>`: --full reaches the batch shell too."""
+        subprocess.run(
+            [self.scancel, "--full", f"--signal={signal}", f"--nodelist={node}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )

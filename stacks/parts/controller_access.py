@@ -18,6 +18,7 @@ from constructs import Construct
 from gpucluster.clusterfile.model.aws import ControllerAccess as AccessSpec
 from gpucluster.names import CLUSTER_TAG, NODE_TAG
 from stacks.parts.acks import acknowledge
+from stacks.parts.spot_events import SpotEvents
 
 # The resource types one CreateFleet launch touches besides the launch template and the instance.
 LAUNCH_RESOURCES = ("volume", "network-interface", "subnet", "security-group", "image", "placement-group")
@@ -40,6 +41,7 @@ class ControllerAccess(Construct):
         parameters: list[str],
         writable_parameters: list[str],
         parameter_key_arn: str,
+        events: SpotEvents | None,
         spec: AccessSpec | None,
         head_node: bool,
     ) -> None:
@@ -100,6 +102,19 @@ class ControllerAccess(Construct):
                 parameter_key_arn=parameter_key_arn,
             ),
         )
+        if events is not None:
+            # The reconciler drains the spot events queue (receive, then delete what it acted on).
+            self.policy.add_statements(
+                iam.PolicyStatement(
+                    actions=["sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"],
+                    resources=[events.queue.queue_arn],
+                ),
+                iam.PolicyStatement(
+                    actions=["kms:Decrypt"],
+                    resources=[events.key.key_arn],
+                    conditions={"StringEquals": {"kms:ViaService": f"sqs.{stack.region}.amazonaws.com"}},
+                ),
+            )
         acknowledge(self.policy, _reasons(stack))
 
 

@@ -39,6 +39,8 @@ class RecordingSlurm:
         self.returned: list[str] = []
         self.powered_up: list[str] = []
         self.states: dict[str, NodeState] = {}
+        self.drained: list[tuple[list[str], str]] = []
+        self.signalled: list[tuple[str, str]] = []
 
     def set_down(self, nodes: list[str], reason: str) -> None:
         self.down.append((list(nodes), reason))
@@ -51,6 +53,12 @@ class RecordingSlurm:
 
     def nodes(self) -> dict[str, NodeState]:
         return dict(self.states)
+
+    def drain(self, nodes: list[str], reason: str) -> None:
+        self.drained.append((list(nodes), reason))
+
+    def signal_jobs(self, node: str, signal: str) -> None:
+        self.signalled.append((node, signal))
 
 
 @pytest.fixture

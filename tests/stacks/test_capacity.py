@@ -409,3 +409,41 @@ def test_the_munge_key_parameter_key_is_used_through_ssm_only(example_synth: Syn
 
 def _arn_of(logical_id: str) -> dict[str, list[str]]:
     return {"Fn::GetAtt": [logical_id, "Arn"]}
+
+
+def test_ec2_events_reach_an_encrypted_queue_only_the_controller_drains(example_synth: Synth) -> None:
+    template = example_synth.template("Capacity")
+    queues = _resources(example_synth, "AWS::SQS::Queue")
+    (queue_id,) = [i for i, q in queues.items() if q["Properties"].get("QueueName")]
+    queue = queues[queue_id]["Properties"]
+    assert queue["QueueName"] == "gpucluster-example-spot-events"
+    assert queue["KmsMasterKeyId"]["Fn::GetAtt"][1] == "Arn"
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == 5
+    (rule,) = _resources(example_synth, "AWS::Events::Rule").values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.ec2"]
+    assert set(pattern["detail-type"]) == {
+        "EC2 Spot Instance Interruption Warning",
+        "EC2 Instance Rebalance Recommendation",
+        "EC2 Instance State-change Notification",
+    }
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    # Only EventBridge, only from this rule, may send; and only over TLS.
+    policy = json.dumps(template.find_resources("AWS::SQS::QueuePolicy"))
+    assert '"ArnNotEquals": {"aws:SourceArn": {"Fn::GetAtt": ["SpotEventsRule' in policy
+    assert '"aws:SecureTransport": "false"' in policy
+    statements = _controller_statements(example_synth)
+    sqs_grants = [s for s in statements if any(a.startswith("sqs:") for a in _list(s["Action"]))]
+    assert [s["Resource"] for s in sqs_grants] == [{"Fn::GetAtt": [queue_id, "Arn"]}]
+    assert sorted(_list(sqs_grants[0]["Action"])) == [
+        "sqs:DeleteMessage",
+        "sqs:GetQueueUrl",
+        "sqs:ReceiveMessage",
+    ]
+
+
+def test_a_cluster_without_spot_groups_has_no_events_queue(cloud_only_synth: Synth) -> None:
+    aws = cloud_only_synth.cluster.aws
+    assert aws is not None
+    has_spot = any(g.market == "spot" for g in aws.capacity)
+    assert bool(_resources(cloud_only_synth, "AWS::Events::Rule")) == has_spot
