@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 # An instance without its node tag is young: the ResumeProgram tags right after CreateFleet returns.
 UNTAGGED_GRACE_S = 300
 REASON_PREFIX = "gpucluster: "
+SPOT_DRAIN = REASON_PREFIX + "spot "  # the reasons the spot agent and the events backstop drain with
 CAPACITY_ERRORS = ("InsufficientInstanceCapacity", "InstanceLimitExceeded", "VcpuLimitExceeded",
                    "MaxSpotInstanceCountExceeded", "InsufficientCapacity", "UnfulfillableCapacity",
                    "group unavailable")  # fmt: skip
@@ -39,6 +40,7 @@ class Plan:
     down: dict[str, str] = field(default_factory=dict)  # node → reason
     power_down: list[str] = field(default_factory=list)  # DOWN nodes returned to POWERED_DOWN
     power_up: list[str] = field(default_factory=list)  # static nodes found powered down
+    undrain: list[str] = field(default_factory=list)  # powered down, still drained for a spot notice
     events: list[str] = field(default_factory=list)  # what EC2's queued events did (spot_events)
 
     def lines(self) -> list[str]:
@@ -49,6 +51,7 @@ class Plan:
             *(f"down {n}: {why}" for n, why in sorted(self.down.items())),
             *(f"return {n} to powered down" for n in sorted(self.power_down)),
             *(f"power up static node {n}" for n in sorted(self.power_up)),
+            *(f"clear the spot drain of powered-down {n}" for n in sorted(self.undrain)),
         ]
 
 
@@ -109,6 +112,10 @@ def _plan_node(
     if node.down:
         if not live and _may_return(cfg, node, now):
             result.power_down.append(node.name)
+    elif node.powered_down and not live and "DRAIN" in node.flags and node.reason.startswith(SPOT_DRAIN):
+        # Its instance is gone with the notice; a new one must be free to take the name. An operator's
+        # drain (any other reason) stays.
+        result.undrain.append(node.name)
     elif node.powered_down and not node.powering_down and _static(cfg, node.name):
         result.power_up.append(node.name)
     elif node.up and not live:
@@ -149,6 +156,7 @@ def reconcile(
         slurm.set_down([name], reason)
     slurm.power_down(sorted(decided.power_down))
     slurm.power_up(sorted(decided.power_up))
+    slurm.resume(sorted(decided.undrain))
     decided.events = events
     return decided
 

@@ -106,6 +106,9 @@ class Slurm(Protocol):
     def drain(self, nodes: list[str], reason: str) -> None:
         """No new job starts on the nodes; running jobs go on."""
 
+    def resume(self, nodes: list[str]) -> None:
+        """Clear the nodes' drain (a powered-down node stays powered down)."""
+
     def signal_jobs(self, node: str, signal: str) -> None:
         """Send a signal to the batch shell and steps of every job on a node."""
 
@@ -147,6 +150,11 @@ class Scontrol:
         """Run `scontrol update nodename=<hostlist> state=drain reason=<reason>`."""
         if nodes:
             self._run("update", f"nodename={compress(nodes)}", "state=drain", f"reason={reason}")
+
+    def resume(self, nodes: list[str]) -> None:
+        """Run `scontrol update nodename=<hostlist> state=resume`."""
+        if nodes:
+            self._run("update", f"nodename={compress(nodes)}", "state=resume")
 
     def signal_jobs(self, node: str, signal: str) -> None:
         """`scancel --full --signal=<signal> --nodelist=<node>`: --full reaches the batch shell too."""

@@ -26,7 +26,7 @@ STATE_CHANGE = "EC2 Instance State-change Notification"
 DETAIL_TYPES = (INTERRUPTION, REBALANCE, STATE_CHANGE)
 ENDED_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 MAX_BATCHES = 20  # 200 events a pass at most; the rest wait for the next pass
-REASON_PREFIX = "gpucluster: "
+REASON_PREFIX = "gpucluster: "  # with "spot ", the reconciler's sign that a drain is ours
 
 
 @dataclass(frozen=True)

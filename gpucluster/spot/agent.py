@@ -25,6 +25,8 @@ from typing import Protocol
 INSTANCE_ACTION = "/latest/meta-data/spot/instance-action"
 REBALANCE = "/latest/meta-data/events/recommendations/rebalance"
 DEFAULT_CONFIG = Path("/etc/gpucluster/spot-agent.json")
+# The reconciler clears drains with this prefix once the instance is gone (gpucluster.power.reconcile).
+REASON_PREFIX = "gpucluster: "
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,12 +206,12 @@ class Agent:
             if notice.kind == "interruption":
                 self._interruption(notice)
             else:
-                self.node.drain(f"spot rebalance recommendation at {notice.when}")
+                self.node.drain(f"{REASON_PREFIX}spot rebalance recommendation at {notice.when}")
                 self.log(f"rebalance recommendation at {notice.when}: drained {self.cfg.node}")
             self._remember(notice)
 
     def _interruption(self, notice: Notice) -> None:
-        self.node.drain(f"spot interruption: {notice.action} at {notice.when}")
+        self.node.drain(f"{REASON_PREFIX}spot interruption: {notice.action} at {notice.when}")
         jobs = self.node.jobs()
         self.log(f"interruption notice ({notice.action} at {notice.when}): drained, jobs {jobs or 'none'}")
         for job in jobs:

@@ -41,6 +41,7 @@ class RecordingSlurm:
         self.states: dict[str, NodeState] = {}
         self.drained: list[tuple[list[str], str]] = []
         self.signalled: list[tuple[str, str]] = []
+        self.resumed: list[str] = []
 
     def set_down(self, nodes: list[str], reason: str) -> None:
         self.down.append((list(nodes), reason))
@@ -59,6 +60,9 @@ class RecordingSlurm:
 
     def signal_jobs(self, node: str, signal: str) -> None:
         self.signalled.append((node, signal))
+
+    def resume(self, nodes: list[str]) -> None:
+        self.resumed += nodes
 
 
 @pytest.fixture

@@ -180,3 +180,18 @@ def test_static_nodes_are_kept_powered_up(aws: Aws, slurm: RecordingSlurm) -> No
     slurm.states["p5-od-1"] = _state("p5-od-1", "IDLE+CLOUD+POWERING_UP")
     reconcile.reconcile(cfg, ec2=aws.ec2, slurm=slurm)
     assert slurm.powered_up == ["p5-od-1"]  # not asked twice
+
+
+def test_a_spot_drain_is_cleared_once_the_node_is_off_but_an_operators_drain_stays(
+    aws: Aws, slurm: RecordingSlurm
+) -> None:
+    slurm.states = {
+        "p5-spot-1": _state(
+            "p5-spot-1", "IDLE+DRAIN+CLOUD+POWERED_DOWN", "gpucluster: spot interruption: terminate at x"
+        ),
+        "p5-spot-2": _state("p5-spot-2", "IDLE+DRAIN+CLOUD+POWERED_DOWN", "bad DIMM"),
+        "p5-od-1": _state("p5-od-1", "IDLE+DRAIN+CLOUD", "gpucluster: spot rebalance recommendation at x"),
+    }
+    _launch(aws, slurm, "p5-od-1")  # still running: its drain stays until it is off
+    reconcile.reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm)
+    assert slurm.resumed == ["p5-spot-1"]

@@ -36,6 +36,8 @@ IMAGE_ROOT = Path("/var/lib/gpucluster-rack-images/burst-node")
 USER = "alice"
 IDLE_S = 60  # idle_minutes: 1, the shortest the cluster file allows
 GROUPS = ("p5-spot", "p5-od")
+BUCKET = "testrackc-checkpoints"  # the Checkpoints stack's bucket, made versioned in the emulated S3
+CHECKPOINT_INTERVAL_S = 10  # Young: sqrt(2 x 1 s write x 50 s between interruptions)
 
 
 @dataclass
@@ -59,6 +61,7 @@ def _cluster_file(rack: Rack) -> dict[str, Any]:
     slurm["partitions"] = [
         {"name": "debug", "node_groups": [f"rack-{rack.name}"], "default": True},
         {"name": "cloud", "node_groups": list(GROUPS)},
+        {"name": "spot", "node_groups": ["p5-spot"]},
     ]
     slurm["users"] = {"accounts": [{"name": USER, "uid": 2001}]}
     # Emulated p5 nodes are 2-core containers: register them as declared (test racks only).
@@ -85,7 +88,10 @@ def _cluster_file(rack: Rack) -> dict[str, Any]:
             for name in GROUPS
         ],
         "burst": {"unavailable_minutes": 2, "reconcile_seconds": 10},
+        "checkpoint": {"prefix": "checkpoints", "encryption": "s3"},
     }
+    # A spot job here is interrupted every 50 s and writes its checkpoint in 1 s: a 10 s interval.
+    cluster["economics"] = {"spot_interruptions_per_day": 86400 / 50, "checkpoint_write_s": 1}
     return cluster
 
 
@@ -136,7 +142,15 @@ def burst_rack(name: str = RACK) -> Iterator[Burst]:
         ec2, ssm = emulated_aws.client(rack.name, "ec2"), emulated_aws.client(rack.name, "ssm")
         template = synth_capacity(cluster, str(rack.cluster_file), rack.state / "cdk.out")
         zone = f"{emulated_aws.REGION}a"
-        Deployer(ec2, ssm, vpc_cidr="10.100.0.0/16", subnet_cidr="10.100.0.0/17", zone=zone).deploy(template)
+        Deployer(
+            ec2,
+            ssm,
+            vpc_cidr="10.100.0.0/16",
+            subnet_cidr="10.100.0.0/17",
+            zone=zone,
+            more=lambda service: emulated_aws.client(rack.name, service),
+            bucket=BUCKET,
+        ).deploy(template)
         progress(f"rack {rack.name}: building the cloud node image on n2")
         image_build = _build_image(rack)
         assert image_build.rc == 0, image_build.output[-4000:]

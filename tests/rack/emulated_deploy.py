@@ -3,8 +3,9 @@
 moto's CloudFormation cannot create these stacks (../shared/notes/cloud-node-facts.md), so this walks the
 synthesized Capacity template and creates, in the emulated EC2 and SSM, exactly the resources the power
 programs and the nodes use: security groups, placement group names, the launch templates (their
-LaunchTemplateData as synthesized, user data included) and the capacity parameter. Intrinsics resolve to
-what the emulated resources are called; roles and instance profiles stay out (moto does not apply them).
+LaunchTemplateData as synthesized, user data included), the SSM parameters, the spot events queue and the
+roles STS hands sessions of (moto applies no IAM policy, so their policies stay out), plus the checkpoint
+bucket the Capacity stack imports. Intrinsics resolve to what the emulated resources are called.
 """
 
 from __future__ import annotations
@@ -39,13 +40,32 @@ def synth_capacity(cluster: Cluster, source: str, outdir: Path) -> dict[str, Any
 class Deployer:
     """Creates a template's resources in the emulated account and resolves intrinsics to their ids."""
 
-    def __init__(self, ec2: Any, ssm: Any, *, vpc_cidr: str, subnet_cidr: str, zone: str) -> None:
-        self.ec2, self.ssm = ec2, ssm
+    def __init__(
+        self,
+        ec2: Any,
+        ssm: Any,
+        *,
+        vpc_cidr: str,
+        subnet_cidr: str,
+        zone: str,
+        more: Callable[[str], Any] | None = None,
+        bucket: str = "",
+    ) -> None:
+        """more(service) gives further clients (iam, sqs, s3) when the template has their resources;
+        bucket names the checkpoint bucket (the Checkpoints stack's, which the Capacity stack imports)."""
+        self.ec2, self.ssm, self.more = ec2, ssm, more
         self.vpc = ec2.create_vpc(CidrBlock=vpc_cidr)["Vpc"]["VpcId"]
         subnet = ec2.create_subnet(VpcId=self.vpc, CidrBlock=subnet_cidr, AvailabilityZone=zone)
         self.subnet = subnet["Subnet"]["SubnetId"]
         self.image = ec2.describe_images()["Images"][0]["ImageId"]
         self.physical: dict[str, str] = {}
+        self.arns: dict[str, str] = {}
+        self.bucket_arn = ""
+        if bucket and more is not None:
+            s3 = more("s3")
+            s3.create_bucket(Bucket=bucket)
+            s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+            self.bucket_arn = f"arn:aws:s3:::{bucket}"
 
     def deploy(self, template: dict[str, Any]) -> dict[str, str]:
         """Create the supported resources in dependency order; returns logical id → physical id."""
@@ -54,8 +74,12 @@ class Deployer:
             ("AWS::EC2::SecurityGroup", self._security_group),
             ("AWS::EC2::PlacementGroup", self._placement_group),
             ("AWS::EC2::LaunchTemplate", self._launch_template),
+            ("AWS::IAM::Role", self._role),
+            ("AWS::SQS::Queue", self._queue),
             ("AWS::SSM::Parameter", self._parameter),
         ):
+            if kind in ("AWS::IAM::Role", "AWS::SQS::Queue") and self.more is None:
+                continue
             for logical, resource in resources.items():
                 if resource["Type"] == kind:
                     self.physical[logical] = create(logical, resource.get("Properties", {}))
@@ -80,10 +104,24 @@ class Deployer:
 
     def _get_att(self, args: list[str]) -> Any:
         logical, attribute = args
+        if attribute == "Arn":
+            return self.arns.get(logical, DROPPED)
         return self.physical.get(logical, DROPPED) if attribute == "GroupId" else DROPPED
 
     def _import_value(self, name: Any) -> Any:
-        return self.subnet if "Subnet" in str(name) else DROPPED
+        if "Subnet" in str(name):
+            return self.subnet
+        return self.bucket_arn if "BucketArn" in str(name) and self.bucket_arn else DROPPED
+
+    def _select(self, args: list[Any]) -> Any:
+        index, values = args
+        resolved = self.resolve(values)
+        return resolved[int(index)] if isinstance(resolved, list) else DROPPED
+
+    def _split(self, args: list[Any]) -> Any:
+        separator, text = args
+        resolved = self.resolve(text)
+        return str(resolved).split(separator) if resolved is not DROPPED else DROPPED
 
     def _base64(self, text: Any) -> str:
         return base64.b64encode(str(self.resolve(text)).encode()).decode()
@@ -98,6 +136,8 @@ class Deployer:
         "Fn::ImportValue": _import_value,
         "Fn::Base64": _base64,
         "Fn::Join": _join,
+        "Fn::Select": _select,
+        "Fn::Split": _split,
     }
 
     def _security_group(self, logical: str, props: dict[str, Any]) -> str:
@@ -118,6 +158,21 @@ class Deployer:
         )
         template_id: str = answer["LaunchTemplate"]["LaunchTemplateId"]
         return template_id
+
+    def _role(self, logical: str, props: dict[str, Any]) -> str:
+        # moto applies no IAM policy: the role exists so STS can hand out its sessions.
+        assert self.more is not None
+        trust = {"Version": "2012-10-17", "Statement": []}
+        answer = self.more("iam").create_role(
+            RoleName=logical[:64], AssumeRolePolicyDocument=json.dumps(trust)
+        )
+        self.arns[logical] = answer["Role"]["Arn"]
+        return str(answer["Role"]["RoleName"])
+
+    def _queue(self, logical: str, props: dict[str, Any]) -> str:
+        assert self.more is not None
+        url: str = self.more("sqs").create_queue(QueueName=props.get("QueueName", logical[:80]))["QueueUrl"]
+        return url
 
     def _parameter(self, logical: str, props: dict[str, Any]) -> str:
         name = props["Name"]

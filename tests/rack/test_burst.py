@@ -7,16 +7,18 @@ The tests run in file order on one rack; each leaves no instance behind for the 
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from tests.rack import emulated_aws
-from tests.rack.burst_rack import GROUPS, IDLE_S, RACK, USER, Burst, burst_rack
-from tests.rack.conftest import require_rack_prerequisites
+from tests.rack.burst_rack import BUCKET, CHECKPOINT_INTERVAL_S, GROUPS, IDLE_S, RACK, USER, Burst, burst_rack
+from tests.rack.conftest import ROOT, require_rack_prerequisites
 
 
 @pytest.fixture(scope="module")
@@ -236,4 +238,153 @@ def test_an_instance_killed_out_of_band_downs_its_node_and_the_job_requeues_and_
     )
     _wait("the job completed", lambda: _job(burst, job).get("JobState") == "COMPLETED", 420, burst)
     assert int(_job(burst, job)["Restarts"]) == 1
+    _wait("everything powered down", lambda: _all_powered_down(burst), IDLE_S + 240, burst)
+
+
+# ------------------------------------------------------------------------------------------------ spot
+
+
+def _put_train_script(burst: Burst) -> str:
+    """The reference job (examples/spot_training/train.py) in the job user's home on the controller."""
+    script = base64.b64encode((ROOT / "examples" / "spot_training" / "train.py").read_bytes()).decode()
+    path = f"/home/{USER}/train.py"
+    _ctl(burst, f"echo {script} | base64 -d > {path} && chown {USER} {path} && chmod 0755 {path}")
+    return path
+
+
+def _s3_json(burst: Burst, job: str, name: str) -> dict[str, Any] | None:
+    s3 = emulated_aws.client(RACK, "s3")
+    try:
+        body = s3.get_object(Bucket=BUCKET, Key=f"checkpoints/{USER}/{job}/{name}")["Body"].read()
+    except s3.exceptions.NoSuchKey:
+        return None
+    data: dict[str, Any] = json.loads(body)
+    return data
+
+
+def _complete_checkpoints(burst: Burst, job: str) -> list[int]:
+    s3 = emulated_aws.client(RACK, "s3")
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"checkpoints/{USER}/{job}/step-")
+    return sorted(
+        int(o["Key"].split("/")[-2][5:]) for o in listed.get("Contents", []) if o["Key"].endswith("/COMPLETE")
+    )
+
+
+def _spot_job(burst: Burst, steps: int) -> tuple[str, str, str]:
+    """A reference job on the spot partition, running and past its first checkpoint: (job, node, instance)."""
+    train = _put_train_script(burst)
+    job = _as_user(
+        burst,
+        f"sbatch --parsable -p spot -N1 --open-mode=append -o /tmp/train-%j.out {train} "
+        f"--steps {steps} --step-seconds 1 --progress",
+    ).strip()
+    _wait("the spot job runs", lambda: _job(burst, job).get("JobState") == "RUNNING", 240, burst)
+    _wait("its first checkpoint", lambda: bool(_complete_checkpoints(burst, job)), 60, burst)
+    node = _job(burst, job)["NodeList"]
+    (instance,) = [i for i, name in _live_instances(burst).items() if name == node]
+    return job, node, instance
+
+
+def _notice_time(seconds: int = 120) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds))
+
+
+def _resumed_without_loss(burst: Burst, job: str, steps: int) -> None:
+    _wait("the requeued job completed", lambda: _job(burst, job).get("JobState") == "COMPLETED", 480, burst)
+    assert int(_job(burst, job)["Restarts"]) == 1
+    reached = _s3_json(burst, job, "progress/run-0.json")
+    resumed = _s3_json(burst, job, "progress/run-1.json")
+    assert reached and resumed, (reached, resumed)
+    # The job honoured the signal: it resumed from the step it had reached, so no step was lost.
+    assert resumed["resumed_from"] == reached["reached"], (reached, resumed)
+    done = _s3_json(burst, job, "DONE.json")
+    assert done == {"steps": steps, "value": _uninterrupted_value(steps), "runs": 2}, done
+
+
+def _uninterrupted_value(steps: int) -> float:
+    value = 0.0
+    for step in range(1, steps + 1):
+        value = (value * 31 + step) % 1_000_003
+    return value
+
+
+def test_a_spot_notice_checkpoints_requeues_and_the_job_resumes_elsewhere_losing_nothing(
+    burst: Burst,
+) -> None:
+    steps = 40
+    job, node, instance = _spot_job(burst, steps)
+    address = burst.runner.node_of(instance).address
+    # The contract reached the job: its own location, the interval cost prices, the signal.
+    environment = burst.rack.ssh(
+        address, f"cat /proc/$(pgrep -u {USER} -f train.py | head -1)/environ | tr '\\0' '\\n'"
+    )
+    assert f"GPUCLUSTER_CHECKPOINT_URI=s3://{BUCKET}/checkpoints/{USER}/{job}" in environment
+    assert f"GPUCLUSTER_CHECKPOINT_INTERVAL_S={CHECKPOINT_INTERVAL_S}" in environment
+    when = _notice_time()
+    burst.imds.instances[instance].spot_action = {"action": "terminate", "time": when}
+    _wait(
+        "the agent drained the node",
+        lambda: "spot interruption" in _ctl(burst, f"scontrol show node {node}"),
+        15,
+        burst,
+    )
+    _wait("the job is requeued", lambda: int(_job(burst, job).get("Restarts", "0")) == 1, 60, burst)
+    # Its last checkpoint is the step it reached, complete (marker), in the versioned bucket.
+    reached = _s3_json(burst, job, "progress/run-0.json")
+    assert reached and _complete_checkpoints(burst, job)[-1] == reached["reached"]
+    versions = emulated_aws.client(RACK, "s3").list_object_versions(
+        Bucket=BUCKET, Prefix=f"checkpoints/{USER}/{job}/"
+    )
+    assert all(v["VersionId"] != "null" for v in versions["Versions"])
+    # Polled again and again, the same notice acted once.
+    polls = [r for r in burst.imds.instances[instance].requests if r[1].endswith("/spot/instance-action")]
+    time.sleep(12)
+    journal = burst.rack.ssh(address, "journalctl -u gpucluster-spot-agent --no-pager -o cat")
+    assert journal.count("interruption notice") == 1 and journal.count("sent SIGUSR1") == 1, journal
+    assert len(
+        [r for r in burst.imds.instances[instance].requests if r[1].endswith("/spot/instance-action")]
+    ) > len(polls)
+    # EC2 reclaims the instance at the notice time (here: now).
+    burst.ec2.terminate_instances(InstanceIds=[instance])
+    _resumed_without_loss(burst, job, steps)
+    _wait("everything powered down", lambda: _all_powered_down(burst), IDLE_S + 240, burst)
+
+
+def test_a_rebalance_drains_without_killing_and_with_the_agent_dead_the_queue_backstop_acts(
+    burst: Burst,
+) -> None:
+    steps = 50
+    job, node, instance = _spot_job(burst, steps)
+    address = burst.runner.node_of(instance).address
+    burst.imds.instances[instance].rebalance = {"noticeTime": _notice_time(0)}
+    _wait(
+        "the agent drained the node",
+        lambda: "rebalance recommendation" in _ctl(burst, f"scontrol show node {node}"),
+        15,
+        burst,
+    )
+    time.sleep(6)
+    assert _job(burst, job)["JobState"] == "RUNNING"  # drained, not killed
+    # The agent dies (or the VPN drops); EC2's warning still reaches the controller through EventBridge.
+    burst.rack.ssh(address, "systemctl stop gpucluster-spot-agent")
+    sqs = emulated_aws.client(RACK, "sqs")
+    queue = sqs.get_queue_url(QueueName="gpucluster-testrackc-spot-events")["QueueUrl"]
+    event = {
+        "version": "0",
+        "detail-type": "EC2 Spot Instance Interruption Warning",
+        "source": "aws.ec2",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "region": emulated_aws.REGION,
+        "detail": {"instance-id": instance, "instance-action": "terminate"},
+    }
+    sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(event))
+    _wait(
+        "the reconciler signalled the job: it requeued",
+        lambda: int(_job(burst, job).get("Restarts", "0")) == 1,
+        60,
+        burst,
+    )
+    assert "EventBridge" in _ctl(burst, f"scontrol show node {node}")
+    burst.ec2.terminate_instances(InstanceIds=[instance])
+    _resumed_without_loss(burst, job, steps)
     _wait("everything powered down", lambda: _all_powered_down(burst), IDLE_S + 240, burst)

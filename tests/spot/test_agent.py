@@ -87,7 +87,7 @@ def test_a_rebalance_recommendation_drains_once_and_kills_nothing(
     imds.metadata.rebalance = {"noticeTime": "2030-03-17T17:46:40Z"}
     for _ in range(3):
         agent.poll()
-    assert node.calls == [("drain", "spot rebalance recommendation at 2030-03-17T17:46:40Z")]
+    assert node.calls == [("drain", "gpucluster: spot rebalance recommendation at 2030-03-17T17:46:40Z")]
     assert node.running == ["11"]
 
 
@@ -101,7 +101,7 @@ def test_an_interruption_signals_every_job_and_requeues_those_still_there_at_the
     imds.metadata.spot_action = NOTICE
     agent.poll()
     assert node.calls == [
-        ("drain", f"spot interruption: terminate at {NOTICE['time']}"),
+        ("drain", f"gpucluster: spot interruption: terminate at {NOTICE['time']}"),
         ("signal", "11:USR1"),
         ("signal", "12:USR1"),
         ("requeue", "12"),
@@ -141,8 +141,8 @@ def test_a_new_notice_time_is_a_new_notice(imds: LoopbackServer, tmp_path: Path)
     imds.metadata.rebalance = {"noticeTime": "2030-03-17T18:00:00Z"}
     agent.poll()
     assert [c[1] for c in node.calls] == [
-        "spot rebalance recommendation at 2030-03-17T17:46:40Z",
-        "spot rebalance recommendation at 2030-03-17T18:00:00Z",
+        "gpucluster: spot rebalance recommendation at 2030-03-17T17:46:40Z",
+        "gpucluster: spot rebalance recommendation at 2030-03-17T18:00:00Z",
     ]
 
 
