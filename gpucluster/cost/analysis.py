@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gpucluster.clusterfile.catalog.prices import REFERENCE_REGION
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.clusterfile.model.aws import CapacityGroup
+from gpucluster.clusterfile.model.aws import CapacityGroup, Spot
 from gpucluster.cost.checkpoint import CheckpointPlan, Method
 from gpucluster.cost.formulas import (
     HOURS_PER_MONTH,
@@ -19,6 +19,7 @@ from gpucluster.cost.formulas import (
 from gpucluster.cost.inputs import (
     CostInputError,
     InputFigure,
+    contract_interval_s,
     onprem_site,
     reference_instance_type,
     spot_plan,
@@ -185,6 +186,15 @@ def _notes(cluster: Cluster, markets: list[MarketResult]) -> list[str]:
         " on-demand and spot are paid only while they run",
         "spot includes checkpoint writes and lost work (τ/2 + restart per interruption)",
     ]
+    for group in cluster.aws.capacity if cluster.aws else []:
+        interval = contract_interval_s(cluster, group)
+        if interval is not None:
+            spot = cluster.aws.spot if cluster.aws else Spot()
+            notes.append(
+                f"jobs on {group.name} are told GPUCLUSTER_CHECKPOINT_INTERVAL_S={interval} (the τ priced"
+                f" above) and get SIG{spot.checkpoint_signal} on a notice; still running"
+                f" {spot.safety_margin_s} s before the stop, they are requeued"
+            )
     if cluster.aws and cluster.aws.capacity:
         economics = cluster.economics
         notes.append(

@@ -161,6 +161,17 @@ def spot_plan(
     return plan(write_s, mtbf, restart_s, chosen), figures
 
 
+def contract_interval_s(cluster: Cluster, group: CapacityGroup) -> int | None:
+    """The interval jobs on a spot group are told (GPUCLUSTER_CHECKPOINT_INTERVAL_S), rounded.
+
+    It is the τ the spot price is computed with. None for other markets, which nothing interrupts.
+    """
+    if group.market != "spot":
+        return None
+    checkpoint_plan, _ = spot_plan(cluster, group.instance_type)
+    return max(1, round(checkpoint_plan.interval_s))
+
+
 def _spot_instances(cluster: Cluster, instance_type: str) -> int:
     groups: list[CapacityGroup] = cluster.aws.capacity if cluster.aws else []
     spot = [g for g in groups if g.market == "spot" and g.instance_type == instance_type]

@@ -10,9 +10,8 @@ import jinja2
 
 from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.clusterfile.model.aws import CapacityGroup
 from gpucluster.clusterfile.nodes import NodeGroup, group_of_host, node_groups
-from gpucluster.cost.inputs import spot_plan
+from gpucluster.cost.inputs import contract_interval_s
 from gpucluster.names import NODE_TAG, checkpoint_access_parameter, munge_key_parameter
 from gpucluster.power.config import from_cluster as power_config
 from gpucluster.render.context import onprem_hosts, slurm_context
@@ -130,7 +129,7 @@ def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[
             **context,
             "capacity": capacity,
             "checkpoint_access_parameter": checkpoint_access_parameter(cluster.name),
-            "checkpoint_interval_s": _checkpoint_interval_s(cluster, capacity),
+            "checkpoint_interval_s": contract_interval_s(cluster, capacity),
             "files": files,
             "hostlist": compress(list(group.hosts)),
             "munge_key_parameter": munge_key_parameter(cluster.name),
@@ -139,14 +138,6 @@ def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[
         }
         out["cloud-init/user-data"] = _render_one("cloud-init/user-data", source, cloud)
     return out
-
-
-def _checkpoint_interval_s(cluster: Cluster, capacity: CapacityGroup) -> int | None:
-    """The interval a job on a spot group is told: the one `gpucluster cost` prices (Young/Daly)."""
-    if capacity.market != "spot":
-        return None
-    checkpoint_plan, _ = spot_plan(cluster, capacity.instance_type)
-    return max(1, round(checkpoint_plan.interval_s))
 
 
 def _render_one(path: str, source: str, context: dict[str, object]) -> str:

@@ -201,3 +201,18 @@ def test_checkpoint_interval_uses_the_files_interruption_rate(
     path = _variant(tmp_path, "  expected_utilization: 0.6", extra)
     code, out, _ = _run(capsys, "checkpoint-interval", path)
     assert code == 0 and "τ = 37.9 min" in out  # √(2 · 60 s · 43,200 s) = 2,276.8 s
+
+
+def test_cost_names_the_interval_the_contract_gives_spot_jobs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "cost", "clusters/example.yaml")
+    assert code == 0
+    tau_hours = float(out.split("Spot checkpointing: τ = ")[1].split(" h")[0])
+    told = int(out.split("GPUCLUSTER_CHECKPOINT_INTERVAL_S=")[1].split(" ")[0])
+    assert abs(told - tau_hours * 3600) <= 0.005 * 3600  # the printed τ is rounded to 0.01 h
+    # The rendered cloud node tells its jobs exactly that number.
+    from gpucluster.clusterfile import load
+    from gpucluster.render import render
+
+    cluster = load(ROOT / "clusters" / "example.yaml").cluster
+    user_data = render(cluster, "aws", group="p5-spot")["cloud-init/user-data"]
+    assert f'"GPUCLUSTER_CHECKPOINT_INTERVAL_S": "{told}"' in user_data
