@@ -80,9 +80,9 @@ class Bench:
 
     def interruption(self, user: str, bucket: str, interval_s: int) -> tuple[float, float, int]:
         """The reference job interrupted once: notice → checkpoint, notice → running again, steps lost."""
-        from tests.rack.test_burst import _put_train_script, _s3_json  # noqa: PLC0415
+        from tests.rack.burst_rack import checkpoint_record, put_train_script  # noqa: PLC0415
 
-        train = _put_train_script(self.burst)
+        train = put_train_script(self.burst)
         job = self.ctl(
             f"su - {user} -c 'sbatch --parsable -p spot -N1 -w {self.node} -o /tmp/train-%j.out {train}"
             f" --steps {STEPS} --step-seconds 1 --progress'"
@@ -92,7 +92,7 @@ class Bench:
         t0 = time.time()
         self.burst.imds.instances[self.instance].spot_action = _notice(120)
         self.wait("requeued", lambda: self.field(job, "Restarts") == "1", 60)
-        reached = _s3_json(self.burst, job, "progress/run-0.json")
+        reached = checkpoint_record(self.burst, job, "progress/run-0.json")
         assert reached is not None
         marker = f"checkpoints/{user}/{job}/step-{reached['reached']:09d}/COMPLETE"
         s3 = emulated_aws.client(self.burst.rack.name, "s3")
@@ -101,7 +101,7 @@ class Bench:
         self.wait("running again", lambda: self.field(job, "JobState") == "RUNNING", 480)
         running_again = time.time()
         self.wait("completed", lambda: self.field(job, "JobState") == "COMPLETED", 240)
-        resumed = _s3_json(self.burst, job, "progress/run-1.json")
+        resumed = checkpoint_record(self.burst, job, "progress/run-1.json")
         assert resumed is not None
         return checkpointed - t0, running_again - t0, int(reached["reached"] - resumed["resumed_from"])
 
@@ -124,9 +124,7 @@ def main() -> None:
     print(
         f"notice → job running again: {to_running:.1f} s (Slurm's 120 s requeue hold, then a new node boots)"
     )
-    print(
-        f"steps lost: {lost} of {CHECKPOINT_INTERVAL_S} in one interval; jobs lost: 0 (it completed)"
-    )
+    print(f"steps lost: {lost} of {CHECKPOINT_INTERVAL_S} in one interval; jobs lost: 0 (it completed)")
 
 
 def _tag(burst: Any, instance_id: str) -> str:

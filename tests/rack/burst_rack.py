@@ -11,7 +11,9 @@ own (tests/rack/instances.py, tests/rack/imds.py).
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,3 +176,31 @@ def burst_rack(name: str = RACK) -> Iterator[Burst]:
         if imds is not None:
             imds.close()
         down(rack.name)
+
+
+def put_train_script(burst: Burst) -> str:
+    """The reference job (examples/spot_training/train.py) in the job user's home on the controller."""
+    script = base64.b64encode((ROOT / "examples" / "spot_training" / "train.py").read_bytes()).decode()
+    path = f"/home/{USER}/train.py"
+    burst.rack.ssh("ctl", f"echo {script} | base64 -d > {path} && chown {USER} {path} && chmod 0755 {path}")
+    return path
+
+
+def checkpoint_record(burst: Burst, job: str, name: str) -> dict[str, Any] | None:
+    """A JSON record the reference job wrote beside its checkpoints (None: not written)."""
+    s3 = emulated_aws.client(burst.rack.name, "s3")
+    try:
+        body = s3.get_object(Bucket=BUCKET, Key=f"checkpoints/{USER}/{job}/{name}")["Body"].read()
+    except s3.exceptions.NoSuchKey:
+        return None
+    data: dict[str, Any] = json.loads(body)
+    return data
+
+
+def complete_checkpoints(burst: Burst, job: str) -> list[int]:
+    """The steps of a job's checkpoints that have their completion marker."""
+    s3 = emulated_aws.client(burst.rack.name, "s3")
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"checkpoints/{USER}/{job}/step-")
+    return sorted(
+        int(o["Key"].split("/")[-2][5:]) for o in listed.get("Contents", []) if o["Key"].endswith("/COMPLETE")
+    )

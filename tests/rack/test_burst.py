@@ -7,18 +7,28 @@ The tests run in file order on one rack; each leaves no instance behind for the 
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
 from tests.rack import emulated_aws
-from tests.rack.burst_rack import BUCKET, CHECKPOINT_INTERVAL_S, GROUPS, IDLE_S, RACK, USER, Burst, burst_rack
-from tests.rack.conftest import ROOT, require_rack_prerequisites
+from tests.rack.burst_rack import (
+    BUCKET,
+    CHECKPOINT_INTERVAL_S,
+    GROUPS,
+    IDLE_S,
+    RACK,
+    USER,
+    Burst,
+    burst_rack,
+    checkpoint_record,
+    complete_checkpoints,
+    put_train_script,
+)
+from tests.rack.conftest import require_rack_prerequisites
 
 
 @pytest.fixture(scope="module")
@@ -244,42 +254,16 @@ def test_an_instance_killed_out_of_band_downs_its_node_and_the_job_requeues_and_
 # ------------------------------------------------------------------------------------------------ spot
 
 
-def _put_train_script(burst: Burst) -> str:
-    """The reference job (examples/spot_training/train.py) in the job user's home on the controller."""
-    script = base64.b64encode((ROOT / "examples" / "spot_training" / "train.py").read_bytes()).decode()
-    path = f"/home/{USER}/train.py"
-    _ctl(burst, f"echo {script} | base64 -d > {path} && chown {USER} {path} && chmod 0755 {path}")
-    return path
-
-
-def _s3_json(burst: Burst, job: str, name: str) -> dict[str, Any] | None:
-    s3 = emulated_aws.client(RACK, "s3")
-    try:
-        body = s3.get_object(Bucket=BUCKET, Key=f"checkpoints/{USER}/{job}/{name}")["Body"].read()
-    except s3.exceptions.NoSuchKey:
-        return None
-    data: dict[str, Any] = json.loads(body)
-    return data
-
-
-def _complete_checkpoints(burst: Burst, job: str) -> list[int]:
-    s3 = emulated_aws.client(RACK, "s3")
-    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"checkpoints/{USER}/{job}/step-")
-    return sorted(
-        int(o["Key"].split("/")[-2][5:]) for o in listed.get("Contents", []) if o["Key"].endswith("/COMPLETE")
-    )
-
-
 def _spot_job(burst: Burst, steps: int) -> tuple[str, str, str]:
     """A reference job on the spot partition, running and past its first checkpoint: (job, node, instance)."""
-    train = _put_train_script(burst)
+    train = put_train_script(burst)
     job = _as_user(
         burst,
         f"sbatch --parsable -p spot -N1 --open-mode=append -o /tmp/train-%j.out {train} "
         f"--steps {steps} --step-seconds 1 --progress",
     ).strip()
     _wait("the spot job runs", lambda: _job(burst, job).get("JobState") == "RUNNING", 240, burst)
-    _wait("its first checkpoint", lambda: bool(_complete_checkpoints(burst, job)), 60, burst)
+    _wait("its first checkpoint", lambda: bool(complete_checkpoints(burst, job)), 60, burst)
     node = _job(burst, job)["NodeList"]
     (instance,) = [i for i, name in _live_instances(burst).items() if name == node]
     return job, node, instance
@@ -292,12 +276,12 @@ def _notice_time(seconds: int = 120) -> str:
 def _resumed_without_loss(burst: Burst, job: str, steps: int) -> None:
     _wait("the requeued job completed", lambda: _job(burst, job).get("JobState") == "COMPLETED", 480, burst)
     assert int(_job(burst, job)["Restarts"]) == 1
-    reached = _s3_json(burst, job, "progress/run-0.json")
-    resumed = _s3_json(burst, job, "progress/run-1.json")
+    reached = checkpoint_record(burst, job, "progress/run-0.json")
+    resumed = checkpoint_record(burst, job, "progress/run-1.json")
     assert reached and resumed, (reached, resumed)
     # The job honoured the signal: it resumed from the step it had reached, so no step was lost.
     assert resumed["resumed_from"] == reached["reached"], (reached, resumed)
-    done = _s3_json(burst, job, "DONE.json")
+    done = checkpoint_record(burst, job, "DONE.json")
     assert done == {"steps": steps, "value": _uninterrupted_value(steps), "runs": 2}, done
 
 
@@ -330,8 +314,8 @@ def test_a_spot_notice_checkpoints_requeues_and_the_job_resumes_elsewhere_losing
     )
     _wait("the job is requeued", lambda: int(_job(burst, job).get("Restarts", "0")) == 1, 60, burst)
     # Its last checkpoint is the step it reached, complete (marker), in the versioned bucket.
-    reached = _s3_json(burst, job, "progress/run-0.json")
-    assert reached and _complete_checkpoints(burst, job)[-1] == reached["reached"]
+    reached = checkpoint_record(burst, job, "progress/run-0.json")
+    assert reached and complete_checkpoints(burst, job)[-1] == reached["reached"]
     versions = emulated_aws.client(RACK, "s3").list_object_versions(
         Bucket=BUCKET, Prefix=f"checkpoints/{USER}/{job}/"
     )
