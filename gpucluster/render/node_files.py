@@ -69,8 +69,8 @@ class NodeFile:
 # slurm.conf keys whose change needs slurmctld restarted, not `scontrol reconfigure`:
 # https://slurm.schedmd.com/scontrol.html#OPT_reconfigure
 RESTART_KEYS: Final = frozenset({
-    "AuthType", "ClusterName", "SlurmctldHost", "SlurmctldPort", "SlurmdPort", "SlurmUser", "SlurmdUser",
-    "StateSaveLocation", "SlurmdSpoolDir", "SelectType", "SelectTypeParameters", "GresTypes",
+    "AuthType", "AuthInfo", "ClusterName", "SlurmctldHost", "SlurmctldPort", "SlurmdPort", "SlurmUser",
+    "SlurmdUser", "StateSaveLocation", "SlurmdSpoolDir", "SelectType", "SelectTypeParameters", "GresTypes",
     "ProctrackType", "TaskPlugin", "TopologyPlugin", "SwitchType", "AccountingStorageType",
     "JobAcctGatherType", "TreeWidth", "CommunicationParameters", "MpiDefault",
 })  # fmt: skip

@@ -68,6 +68,8 @@ def _cluster_file(rack: Rack) -> dict[str, Any]:
     slurm["users"] = {"accounts": [{"name": USER, "uid": 2001}]}
     # Emulated p5 nodes are 2-core containers: register them as declared (test racks only).
     slurm["slurmd_parameters"] = ["config_overrides"]
+    # Requeued jobs (capacity errors, lost instances, spot notices) wait 30 s here, not 120 s.
+    slurm["credential_lifetime_s"] = 30
     cluster["aws"] = {
         "region": emulated_aws.REGION,
         "availability_zone": f"{emulated_aws.REGION}a",

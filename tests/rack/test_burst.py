@@ -221,7 +221,7 @@ def test_no_spot_capacity_downs_the_spot_nodes_with_the_code_and_the_job_runs_on
         )
         reasons = _ctl(burst, "sinfo -R -N -h -o '%N|%E'")
         assert {line.split("|")[0] for line in reasons.splitlines()} == {"p5-spot-1", "p5-spot-2"}, reasons
-        # Requeued (the credential lifetime delays a requeued job ~2 minutes) onto the on-demand group.
+        # Requeued (after the credential lifetime, 30 s here) onto the on-demand group.
         _wait(
             "the job completed on demand", lambda: _job(burst, job).get("JobState") == "COMPLETED", 420, burst
         )

@@ -174,3 +174,17 @@ def test_spot_nodes_run_the_agent_and_tell_jobs_the_interval_that_cost_prices(ex
         assert join.index("gpucluster-job-credentials") < join.index("systemctl restart slurmd")
     slurm_conf = render(example, "aws", group="p5-spot")["slurm/slurm.conf"]
     assert "JobRequeue=1" in slurm_conf and "RequeueExit=99" in slurm_conf
+
+
+def test_the_credential_lifetime_is_rendered_only_when_set_and_needs_a_restart(example: Cluster) -> None:
+    from gpucluster.render.node_files import Action, Change, needs
+
+    assert "AuthInfo" not in render(example, "aws", group="p5-od")["slurm/slurm.conf"]
+    short = example.model_copy(
+        update={"slurm": example.slurm.model_copy(update={"credential_lifetime_s": 30})}
+    )
+    new = render(short, "aws", group="p5-od")["slurm/slurm.conf"]
+    assert "AuthInfo=cred_expire=30" in new
+    old = render(example, "aws", group="p5-od")["slurm/slurm.conf"]
+    change = Change(old=old, new=new, host="ctl", slurm_version="22.05.8")
+    assert Action.SLURMCTLD_RESTART in needs("slurm/slurm.conf", change)

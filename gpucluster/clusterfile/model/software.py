@@ -120,3 +120,6 @@ class Slurm(Strict):
     slurmd_parameters: list[Literal["config_overrides", "shutdown_on_reboot", "l3cache_as_socket"]] = Field(
         default_factory=list
     )
+    # AuthInfo=cred_expire: a job step credential's lifetime, which is also how long Slurm holds a
+    # requeued job before it may start again (a spot-requeued job waits this long).
+    credential_lifetime_s: Annotated[int, Field(ge=5, le=3600)] = 120
