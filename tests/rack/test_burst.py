@@ -331,7 +331,15 @@ def test_a_spot_notice_checkpoints_requeues_and_the_job_resumes_elsewhere_losing
     # EC2 reclaims the instance at the notice time (here: now).
     burst.ec2.terminate_instances(InstanceIds=[instance])
     _resumed_without_loss(burst, job, steps)
-    _wait("everything powered down", lambda: _all_powered_down(burst), IDLE_S + 240, burst)
+    # The reclaimed node comes back: DOWN, then powered down with its spot drain cleared.
+    _wait(
+        f"{node} back to powered down, undrained",
+        lambda: (
+            _node_states(burst)[node] == "idle~" and "DRAIN" not in _ctl(burst, f"scontrol show node {node}")
+        ),
+        IDLE_S + 120,
+        burst,
+    )
 
 
 def test_a_rebalance_drains_without_killing_and_with_the_agent_dead_the_queue_backstop_acts(
@@ -371,4 +379,4 @@ def test_a_rebalance_drains_without_killing_and_with_the_agent_dead_the_queue_ba
     assert "EventBridge" in _ctl(burst, f"scontrol show node {node}")
     burst.ec2.terminate_instances(InstanceIds=[instance])
     _resumed_without_loss(burst, job, steps)
-    _wait("everything powered down", lambda: _all_powered_down(burst), IDLE_S + 240, burst)
+    # No wait for power-down (the burst tests above show it); the rack goes with the module.
