@@ -81,9 +81,31 @@ class _Forward(BaseHTTPRequestHandler):
         """Forward as is."""
         self._forward(b"")
 
+    def do_HEAD(self) -> None:
+        """Forward as is (S3 HeadObject)."""
+        self._forward(b"")
+
+    def do_PUT(self) -> None:
+        """Forward with the body (S3 PutObject from the nodes' jobs)."""
+        self._forward(self._body())
+
+    def do_DELETE(self) -> None:
+        """Forward as is."""
+        self._forward(self._body())
+
+    def _body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            data = b""
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                data += self.rfile.read(size)
+                self.rfile.readline()
+            self.rfile.readline()
+            return data
+        return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
     def do_POST(self) -> None:
         """CreateFleet may be answered here; everything else is forwarded."""
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = self._body()
         form = parse_qs(body.decode(errors="replace"))
         if form.get("Action") == ["CreateFleet"]:
             self.server.fleet_calls.append(form)
@@ -103,19 +125,39 @@ class _Forward(BaseHTTPRequestHandler):
 
     def _forward(self, body: bytes) -> None:
         connection = http.client.HTTPConnection("127.0.0.1", self.server.moto_port, timeout=60)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection", "host")}
+        skip = ("connection", "host", "transfer-encoding", "content-length")
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
+        if body or self.command in ("PUT", "POST"):
+            headers["Content-Length"] = str(len(body))
         connection.request(self.command, self.path, body=body or None, headers=headers)
         answer = connection.getresponse()
-        self._reply(answer.status, answer.read(), answer.getheader("Content-Type", "text/xml"))
+        # S3 answers in its headers (ETag, version id, Last-Modified, an object's length on HEAD).
+        extra = [
+            (k, v)
+            for k, v in answer.getheaders()
+            if k.lower() not in (*skip, "content-type", "server", "date")
+        ]
+        length = answer.getheader("Content-Length") if self.command == "HEAD" else None
+        self._reply(answer.status, answer.read(), answer.getheader("Content-Type", "text/xml"), extra, length)
         connection.close()
 
-    def _reply(self, status: int, data: bytes, content_type: str) -> None:
+    def _reply(
+        self,
+        status: int,
+        data: bytes,
+        content_type: str,
+        extra: list[tuple[str, str]] | None = None,
+        length: str | None = None,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
+        for name, value in extra or []:
+            self.send_header(name, value)
+        self.send_header("Content-Length", length or str(len(data)))
         self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
 
 
 def start(state: Path, rack: str) -> tuple[list[int], FaultInjector]:

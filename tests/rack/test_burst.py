@@ -263,9 +263,24 @@ def _spot_job(burst: Burst, steps: int) -> tuple[str, str, str]:
         f"--steps {steps} --step-seconds 1 --progress",
     ).strip()
     _wait("the spot job runs", lambda: _job(burst, job).get("JobState") == "RUNNING", 240, burst)
-    _wait("its first checkpoint", lambda: bool(complete_checkpoints(burst, job)), 60, burst)
     node = _job(burst, job)["NodeList"]
     (instance,) = [i for i, name in _live_instances(burst).items() if name == node]
+
+    def checkpointed() -> bool:
+        if _job(burst, job).get("JobState") != "RUNNING":
+            address = burst.runner.node_of(instance).address
+            raise AssertionError(
+                f"job {job} ended: {_job(burst, job)}\n"
+                + burst.rack.ssh(
+                    address, f"cat /tmp/train-{job}.out; cat /etc/gpucluster/checkpoint.env", check=False
+                )
+                + burst.rack.ssh(
+                    address, "journalctl -u gpucluster-job-credentials -n 30 --no-pager", check=False
+                )
+            )
+        return bool(complete_checkpoints(burst, job))
+
+    _wait("its first checkpoint", checkpointed, 60, burst)
     return job, node, instance
 
 
