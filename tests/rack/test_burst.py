@@ -315,7 +315,7 @@ def test_a_spot_notice_checkpoints_requeues_and_the_job_resumes_elsewhere_losing
     address = burst.runner.node_of(instance).address
     # The contract reached the job: its own location, the interval cost prices, the signal.
     environment = burst.rack.ssh(
-        address, f"cat /proc/$(pgrep -u {USER} -f train.py | head -1)/environ | tr '\\0' '\\n'"
+        address, f"cat /proc/$(pgrep -u {USER} -f slurm_script | head -1)/environ | tr '\\0' '\\n'"
     )
     assert f"GPUCLUSTER_CHECKPOINT_URI=s3://{BUCKET}/checkpoints/{USER}/{job}" in environment
     assert f"GPUCLUSTER_CHECKPOINT_INTERVAL_S={CHECKPOINT_INTERVAL_S}" in environment
