@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3  # the node image's python3-boto3
-
 SOCKET = "/run/gpucluster/job-credentials.sock"
 DEFAULT_CONFIG = Path("/etc/gpucluster/job-credentials.json")
 FIRST_JOB_UID = 1000  # below: system accounts, which run no jobs
@@ -200,6 +198,10 @@ def client_main(argv: list[str] | None = None) -> int:
 
 def broker_main(argv: list[str] | None = None) -> int:
     """Console script gpucluster-job-credentials-broker [CONFIG] (root, a systemd service)."""
+    # Only the broker needs boto3 (the node image's python3-boto3); the client, which every job's S3
+    # client runs, stays on the standard library and starts fast.
+    import boto3  # noqa: PLC0415
+
     args = sys.argv[1:] if argv is None else argv
     cfg = BrokerConfig.load(Path(args[0]) if args else DEFAULT_CONFIG)
     sts = boto3.client("sts", region_name=cfg.region, endpoint_url=cfg.endpoint_url)

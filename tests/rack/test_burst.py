@@ -310,7 +310,7 @@ def _uninterrupted_value(steps: int) -> float:
 def test_a_spot_notice_checkpoints_requeues_and_the_job_resumes_elsewhere_losing_nothing(
     burst: Burst,
 ) -> None:
-    steps = 40
+    steps = 24  # 1 s steps (about 2 s with their progress record): the notice comes near step 8
     job, node, instance = _spot_job(burst, steps)
     address = burst.runner.node_of(instance).address
     # The contract reached the job: its own location, the interval cost prices, the signal.
@@ -346,21 +346,13 @@ def test_a_spot_notice_checkpoints_requeues_and_the_job_resumes_elsewhere_losing
     # EC2 reclaims the instance at the notice time (here: now).
     burst.ec2.terminate_instances(InstanceIds=[instance])
     _resumed_without_loss(burst, job, steps)
-    # The reclaimed node comes back: DOWN, then powered down with its spot drain cleared.
-    _wait(
-        f"{node} back to powered down, undrained",
-        lambda: (
-            _node_states(burst)[node] == "idle~" and "DRAIN" not in _ctl(burst, f"scontrol show node {node}")
-        ),
-        IDLE_S + 120,
-        burst,
-    )
+    # The next test needs both spot nodes: it shows the reclaimed one came back with its drain cleared.
 
 
 def test_a_rebalance_drains_without_killing_and_with_the_agent_dead_the_queue_backstop_acts(
     burst: Burst,
 ) -> None:
-    steps = 50
+    steps = 34  # the backstop acts near step 17
     job, node, instance = _spot_job(burst, steps)
     address = burst.runner.node_of(instance).address
     burst.imds.instances[instance].rebalance = {"noticeTime": _notice_time(0)}
@@ -393,5 +385,6 @@ def test_a_rebalance_drains_without_killing_and_with_the_agent_dead_the_queue_ba
     )
     assert "EventBridge" in _ctl(burst, f"scontrol show node {node}")
     burst.ec2.terminate_instances(InstanceIds=[instance])
+    # Its two runs take both spot nodes (the first is drained and gone), one of them the previous test's
+    # reclaimed node: so the reconciler returned that one undrained.
     _resumed_without_loss(burst, job, steps)
-    # No wait for power-down (the burst tests above show it); the rack goes with the module.

@@ -7,6 +7,7 @@ acts on is the kernel's SO_PEERCRED, not anything the caller says.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -90,17 +91,20 @@ def test_root_system_users_and_nobody_are_refused(sts: RecordingSts, tmp_path: P
 
 
 def _client(socket_path: str, uid: int) -> subprocess.CompletedProcess[str]:
-    """The client as AWS's credential_process runs it, under another uid."""
+    """The client as AWS's credential_process runs it, under another uid: the file as the node image
+    installs it, run by the system Python (the checkout and its venv may be root's alone)."""
     setpriv = shutil.which("setpriv")
     assert setpriv, "util-linux setpriv"
-    script = ROOT / "gpucluster" / "spot" / "credentials.py"
+    script = Path(socket_path).parent.parent / "job_credentials.py"
+    shutil.copyfile(ROOT / "gpucluster" / "spot" / "credentials.py", script)
+    script.chmod(0o644)
     return subprocess.run(
         [
             setpriv,
             f"--reuid={uid}",
             f"--regid={uid}",
             "--clear-groups",
-            sys.executable,
+            os.path.realpath(sys.executable),
             str(script),
             socket_path,
         ],

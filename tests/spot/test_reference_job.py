@@ -103,19 +103,19 @@ def _wait_for_progress(endpoint: str, key: str, at_least: int) -> None:
 
 
 def test_the_signal_checkpoints_requeues_and_the_restart_loses_nothing(s3_endpoint: str) -> None:
-    first = _start(s3_endpoint, 0, 400, "--progress", interval_s=3600)  # no periodic checkpoint
+    first = _start(s3_endpoint, 0, 200, "--progress", interval_s=3600)  # no periodic checkpoint
     _wait_for_progress(s3_endpoint, "progress/run-0.json", 20)
     first.send_signal(signal.SIGUSR1)
     out, _ = first.communicate(timeout=60)
     assert first.returncode == 99, out  # Slurm's RequeueExit puts it back in the queue
     reached = _json(s3_endpoint, "progress/run-0.json")["reached"]
-    second = _start(s3_endpoint, 1, 400, "--progress")
+    second = _start(s3_endpoint, 1, 200, "--progress")
     out, _ = second.communicate(timeout=120)
     assert second.returncode == 0, out
     resumed_from = _json(s3_endpoint, "progress/run-1.json")["resumed_from"]
     assert resumed_from == reached  # the checkpoint on the signal: not one step lost
     done = _json(s3_endpoint, "DONE.json")
-    assert done == {"steps": 400, "value": _uninterrupted_value(400), "runs": 2}
+    assert done == {"steps": 200, "value": _uninterrupted_value(200), "runs": 2}
 
 
 def test_a_job_killed_without_a_signal_loses_at_most_one_interval(s3_endpoint: str) -> None:
