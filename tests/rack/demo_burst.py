@@ -77,7 +77,7 @@ def _spot_interruption(burst: Burst) -> int:
     reached = checkpoint_record(burst, job, "progress/run-0.json") or {}
     progress(f"job {job} checkpointed at step {reached.get('reached')} on the signal and was requeued")
     burst.ec2.terminate_instances(InstanceIds=[instance])
-    progress("EC2 reclaims the instance; Slurm holds the requeued job 120 s, then a new spot node boots")
+    progress("EC2 reclaims the instance; Slurm holds the requeued job 30 s here, then a new spot node boots")
     _until(burst, job, lambda fields: fields.get("JobState") == "COMPLETED", timeout_s=600)
     resumed = checkpoint_record(burst, job, "progress/run-1.json") or {}
     print(_ctl(burst, f"scontrol show job {job} | grep -E 'JobState|Restarts|NodeList='"))
