@@ -61,12 +61,14 @@ class Bench:
 
     def signal_latency(self, run: int, user: str) -> float:
         """Submit the trap job (first on any spot node, then on the same), notice, time the signal."""
+        from tests.rack.burst_rack import node_tag  # noqa: PLC0415
+
         where = f"-w {self.node}" if self.node else ""
         job = self.ctl(f'su - {user} -c "sbatch --parsable -p spot -N1 {where} --wrap \\"{TRAP}\\""').strip()
         self.wait("the signal job runs", lambda: self.field(job, "JobState") == "RUNNING", 240)
         if not self.node:
             self.node = self.field(job, "NodeList")
-            (self.instance,) = [i for i in self.burst.runner.running if _tag(self.burst, i) == self.node]
+            (self.instance,) = [i for i in self.burst.runner.running if node_tag(self.burst, i) == self.node]
             self.address = self.burst.runner.node_of(self.instance).address
         before = len(self.signals())
         t0 = time.time()
@@ -125,11 +127,6 @@ def main() -> None:
         f"notice → job running again: {to_running:.1f} s (Slurm's 120 s requeue hold, then a new node boots)"
     )
     print(f"steps lost: {lost} of {CHECKPOINT_INTERVAL_S} in one interval; jobs lost: 0 (it completed)")
-
-
-def _tag(burst: Any, instance_id: str) -> str:
-    tags = burst.ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [instance_id]}])["Tags"]
-    return next((str(t["Value"]) for t in tags if t["Key"] == "gpucluster:node"), "")
 
 
 if __name__ == "__main__":

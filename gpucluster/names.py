@@ -73,6 +73,7 @@ def image_resource_name(cluster_name: str, part: str) -> str:
     return f"gpucluster-{cluster_name}-node-{part}"
 
 
+POWER_REASON = "gpucluster: "  # starts every node reason the power programs set (the spot agent's too)
 POWER_BIN = "/opt/gpucluster/bin"  # the controller's virtual environment of the power programs
 POWER_CONFIG = "/etc/gpucluster/power.json"  # what the power programs know, rendered from the cluster file
 

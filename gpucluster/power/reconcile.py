@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpucluster import names
 from gpucluster.power import config, fleet, spot_events
 from gpucluster.power.log import log
 from gpucluster.power.resume import clients, load_config, sqs_client
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 # An instance without its node tag is young: the ResumeProgram tags right after CreateFleet returns.
 UNTAGGED_GRACE_S = 300
-REASON_PREFIX = "gpucluster: "
+REASON_PREFIX = names.POWER_REASON
 SPOT_DRAIN = REASON_PREFIX + "spot "  # the reasons the spot agent and the events backstop drain with
 CAPACITY_ERRORS = ("InsufficientInstanceCapacity", "InstanceLimitExceeded", "VcpuLimitExceeded",
                    "MaxSpotInstanceCountExceeded", "InsufficientCapacity", "UnfulfillableCapacity",

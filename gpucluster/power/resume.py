@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import boto3
 from botocore.config import Config
 
+from gpucluster.names import POWER_REASON
 from gpucluster.power import capacity, config, fleet
 from gpucluster.power.hostlists import expand
 from gpucluster.power.log import log
@@ -79,7 +80,7 @@ def resume(
         for node in request.nodes:
             group = cfg.group_of(node)
             if group is None:
-                slurm.set_down([node], "gpucluster: not a cloud node of this cluster")
+                slurm.set_down([node], f"{POWER_REASON}not a cloud node of this cluster")
                 continue
             by_group.setdefault(group.name, []).append(node)
         for name, nodes in by_group.items():
@@ -98,7 +99,7 @@ def resume(
                 if launch.error is not None:
                     unavailable.mark(name, now + cfg.unavailable_seconds)
             if launch.error is not None:
-                slurm.set_down(nodes, f"gpucluster: {launch.error}"[:200])
+                slurm.set_down(nodes, f"{POWER_REASON}{launch.error}"[:200])
             launches.append(launch)
     return launches
 

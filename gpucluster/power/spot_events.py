@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpucluster.names import POWER_REASON
 from gpucluster.power import fleet
 from gpucluster.power.slurm import Slurm
 
@@ -26,7 +27,7 @@ STATE_CHANGE = "EC2 Instance State-change Notification"
 DETAIL_TYPES = (INTERRUPTION, REBALANCE, STATE_CHANGE)
 ENDED_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 MAX_BATCHES = 20  # 200 events a pass at most; the rest wait for the next pass
-REASON_PREFIX = "gpucluster: "  # with "spot ", the reconciler's sign that a drain is ours
+REASON_PREFIX = POWER_REASON  # with "spot ", the reconciler's sign that a drain is ours
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from typing import Protocol
 INSTANCE_ACTION = "/latest/meta-data/spot/instance-action"
 REBALANCE = "/latest/meta-data/events/recommendations/rebalance"
 DEFAULT_CONFIG = Path("/etc/gpucluster/spot-agent.json")
-# The reconciler clears drains with this prefix once the instance is gone (gpucluster.power.reconcile).
+# gpucluster.names.POWER_REASON, restated: the node image runs this file alone, without the package.
+# The reconciler clears drains with it once the instance is gone (gpucluster.power.reconcile).
 REASON_PREFIX = "gpucluster: "
 
 

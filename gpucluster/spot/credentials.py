@@ -29,6 +29,7 @@ FIRST_JOB_UID = 1000  # below: system accounts, which run no jobs
 NOBODY_UID = 65534
 SESSION_S = 3600  # the most a chained role session may last
 RENEW_BEFORE_S = 600
+# What a job may do to checkpoint objects; the writer role (stacks/parts/checkpoint_writer.py) grants it.
 OBJECT_ACTIONS = (
     "s3:GetObject",
     "s3:PutObject",

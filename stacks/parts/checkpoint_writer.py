@@ -11,15 +11,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from gpucluster.spot.credentials import OBJECT_ACTIONS
 from stacks.parts.acks import acknowledge
-
-CHECKPOINT_OBJECT_ACTIONS = (
-    "s3:GetObject",
-    "s3:PutObject",
-    "s3:DeleteObject",
-    "s3:AbortMultipartUpload",
-    "s3:ListMultipartUploadParts",
-)
 
 
 class CheckpointWriter(Construct):
@@ -67,7 +60,7 @@ def _statements(bucket_arn: str, prefix: str, key_arn: str | None) -> list[iam.P
             resources=[bucket_arn],
             conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
         ),
-        iam.PolicyStatement(actions=list(CHECKPOINT_OBJECT_ACTIONS), resources=[f"{bucket_arn}/{prefix}/*"]),
+        iam.PolicyStatement(actions=list(OBJECT_ACTIONS), resources=[f"{bucket_arn}/{prefix}/*"]),
     ]
     if key_arn is not None:
         statements.append(

@@ -24,7 +24,7 @@ class SpotEvents(Construct):
         super().__init__(scope, id_)
         # Events are worth minutes: nothing to keep when the stack goes.
         self.key = EncryptionKey(
-            self, "Key", alias=None, description=f"{queue_name}", removal_policy=cdk.RemovalPolicy.DESTROY
+            self, "Key", alias=None, description=queue_name, removal_policy=cdk.RemovalPolicy.DESTROY
         ).key
         self.dead_letters = sqs.Queue(
             self,

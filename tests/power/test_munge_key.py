@@ -30,7 +30,3 @@ def test_a_parameter_under_another_kms_key_is_rewritten_under_the_stack_key(aws:
     history = aws.ssm.get_parameter_history(Name=name)["Parameters"]
     assert [entry.get("KeyId") for entry in history] == ["alias/aws/ssm", alias]
     assert publish(aws.ssm, name, key, alias) is False
-
-
-def test_the_rendered_power_config_names_the_stack_key(aws: Aws) -> None:
-    assert aws.cfg.munge_key_kms_key == munge_key_alias(aws.cfg.cluster)

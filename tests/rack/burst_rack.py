@@ -206,3 +206,9 @@ def complete_checkpoints(burst: Burst, job: str) -> list[int]:
     return sorted(
         int(o["Key"].split("/")[-2][5:]) for o in listed.get("Contents", []) if o["Key"].endswith("/COMPLETE")
     )
+
+
+def node_tag(burst: Burst, instance_id: str) -> str:
+    """The Slurm node name an emulated instance was launched for (its node tag)."""
+    tags = burst.ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [instance_id]}])["Tags"]
+    return next((str(t["Value"]) for t in tags if t["Key"] == "gpucluster:node"), "")

@@ -21,6 +21,7 @@ from tests.rack.burst_rack import (
     Burst,
     burst_rack,
     checkpoint_record,
+    node_tag,
     put_train_script,
 )
 from tests.rack.sh import progress
@@ -68,7 +69,7 @@ def _spot_interruption(burst: Burst) -> int:
     _until(burst, job, lambda fields: fields.get("JobState") == "RUNNING")
     time.sleep(CHECKPOINT_INTERVAL_S + 5)  # past its first checkpoint
     node = _fields(burst, job)["NodeList"]
-    (instance,) = [i for i in burst.runner.running if _node_tag(burst, i) == node]
+    (instance,) = [i for i in burst.runner.running if node_tag(burst, i) == node]
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 120))
     progress(f"EC2 gives {node} ({instance}) its two-minute notice: terminate at {when}")
     burst.imds.instances[instance].spot_action = {"action": "terminate", "time": when}
@@ -96,11 +97,6 @@ def _until(burst: Burst, job: str, done: Callable[[dict[str, str]], bool], timeo
         if time.monotonic() > deadline:
             raise RuntimeError(f"job {job}: {_fields(burst, job)}")
         time.sleep(2)
-
-
-def _node_tag(burst: Burst, instance_id: str) -> str:
-    tags = burst.ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [instance_id]}])["Tags"]
-    return next((str(t["Value"]) for t in tags if t["Key"] == "gpucluster:node"), "")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from tests.rack.burst_rack import (
     put_train_script,
 )
 from tests.rack.conftest import require_rack_prerequisites
+from tests.spot.test_reference_job import uninterrupted_value
 
 
 @pytest.fixture(scope="module")
@@ -297,14 +298,7 @@ def _resumed_without_loss(burst: Burst, job: str, steps: int) -> None:
     # The job honoured the signal: it resumed from the step it had reached, so no step was lost.
     assert resumed["resumed_from"] == reached["reached"], (reached, resumed)
     done = checkpoint_record(burst, job, "DONE.json")
-    assert done == {"steps": steps, "value": _uninterrupted_value(steps), "runs": 2}, done
-
-
-def _uninterrupted_value(steps: int) -> float:
-    value = 0.0
-    for step in range(1, steps + 1):
-        value = (value * 31 + step) % 1_000_003
-    return value
+    assert done == {"steps": steps, "value": uninterrupted_value(steps), "runs": 2}, done
 
 
 def test_a_spot_notice_checkpoints_requeues_and_the_job_resumes_elsewhere_losing_nothing(

@@ -83,7 +83,8 @@ def _json(endpoint: str, key: str) -> dict[str, Any]:
     return data
 
 
-def _uninterrupted_value(steps: int) -> float:
+def uninterrupted_value(steps: int) -> float:
+    """The reference job's model after `steps` steps without interruption (its State.advance, restated)."""
     value = 0.0
     for step in range(1, steps + 1):
         value = (value * 31 + step) % 1_000_003
@@ -115,7 +116,7 @@ def test_the_signal_checkpoints_requeues_and_the_restart_loses_nothing(s3_endpoi
     resumed_from = _json(s3_endpoint, "progress/run-1.json")["resumed_from"]
     assert resumed_from == reached  # the checkpoint on the signal: not one step lost
     done = _json(s3_endpoint, "DONE.json")
-    assert done == {"steps": 200, "value": _uninterrupted_value(200), "runs": 2}
+    assert done == {"steps": 200, "value": uninterrupted_value(200), "runs": 2}
 
 
 def test_a_job_killed_without_a_signal_loses_at_most_one_interval(s3_endpoint: str) -> None:
@@ -136,7 +137,7 @@ def test_a_job_killed_without_a_signal_loses_at_most_one_interval(s3_endpoint: s
 
 def test_a_checkpoint_without_its_marker_is_never_resumed_from(s3_endpoint: str) -> None:
     s3 = _s3(s3_endpoint)
-    good = json.dumps({"step": 5, "value": _uninterrupted_value(5)}).encode()
+    good = json.dumps({"step": 5, "value": uninterrupted_value(5)}).encode()
     s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/step-000000005/state.json", Body=good)
     s3.put_object(
         Bucket=BUCKET, Key=f"{PREFIX}/step-000000005/COMPLETE", Body=hashlib.sha256(good).hexdigest().encode()
@@ -147,4 +148,4 @@ def test_a_checkpoint_without_its_marker_is_never_resumed_from(s3_endpoint: str)
     out, _ = run.communicate(timeout=60)
     assert run.returncode == 0, out
     assert _json(s3_endpoint, "progress/run-1.json")["resumed_from"] == 5
-    assert _json(s3_endpoint, "DONE.json")["value"] == _uninterrupted_value(12)
+    assert _json(s3_endpoint, "DONE.json")["value"] == uninterrupted_value(12)

@@ -390,6 +390,9 @@ def test_the_munge_key_parameter_key_is_used_through_ssm_only(example_synth: Syn
     (key_id,) = [i for i in _resources(example_synth, "AWS::KMS::Key") if i.startswith("MungeKey")]
     (alias,) = _resources(example_synth, "AWS::KMS::Alias").values()
     assert alias["Properties"] == {"AliasName": munge_key_alias("example"), "TargetKeyId": _arn_of(key_id)}
+    # The controller publishes under the key the stack makes (power.json, as rendered).
+    power = json.loads(render(example_synth.cluster, "aws")["power/power.json"])
+    assert power["munge_key_kms_key"] == alias["Properties"]["AliasName"]
     policies = _resources(example_synth, "AWS::IAM::ManagedPolicy")
     (node_policy,) = [p for i, p in policies.items() if i.startswith("Nodes")]
     grants = {
