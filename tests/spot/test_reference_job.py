@@ -10,37 +10,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from typing import Any
-
-import boto3
-import pytest
-from moto.server import ThreadedMotoServer
 
 from tests.conftest import ROOT
+from tests.spot.emulated_s3 import BUCKET, PREFIX, client, read_json, wait_for_progress
 
 TRAIN = ROOT / "examples" / "spot_training" / "train.py"
-BUCKET = "example-checkpoints"
-PREFIX = "checkpoints/alice/42"
-
-
-@pytest.fixture
-def s3_endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    # moto's backends are per process, not per server: start each test from an empty account.
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10)
-    s3 = boto3.client(
-        "s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
-    )
-    s3.create_bucket(Bucket=BUCKET)
-    s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
-    yield endpoint
-    server.stop()
 
 
 def _env(endpoint: str, run: int, interval_s: float = 0.5) -> dict[str, str]:
@@ -70,19 +44,6 @@ def _start(
     )
 
 
-def _s3(endpoint: str) -> Any:
-    return boto3.client(
-        "s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
-    )
-
-
-def _json(endpoint: str, key: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(
-        _s3(endpoint).get_object(Bucket=BUCKET, Key=f"{PREFIX}/{key}")["Body"].read()
-    )
-    return data
-
-
 def uninterrupted_value(steps: int) -> float:
     """The reference job's model after `steps` steps without interruption (its State.advance, restated)."""
     value = 0.0
@@ -91,45 +52,33 @@ def uninterrupted_value(steps: int) -> float:
     return value
 
 
-def _wait_for_progress(endpoint: str, key: str, at_least: int) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if _json(endpoint, key)["reached"] >= at_least:
-                return
-        except _s3(endpoint).exceptions.NoSuchKey:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{key} never reached step {at_least}")
-
-
 def test_the_signal_checkpoints_requeues_and_the_restart_loses_nothing(s3_endpoint: str) -> None:
     first = _start(s3_endpoint, 0, 200, "--progress", interval_s=3600)  # no periodic checkpoint
-    _wait_for_progress(s3_endpoint, "progress/run-0.json", 20)
+    wait_for_progress(s3_endpoint, "progress/run-0.json", 20)
     first.send_signal(signal.SIGUSR1)
     out, _ = first.communicate(timeout=60)
     assert first.returncode == 99, out  # Slurm's RequeueExit puts it back in the queue
-    reached = _json(s3_endpoint, "progress/run-0.json")["reached"]
+    reached = read_json(s3_endpoint, "progress/run-0.json")["reached"]
     second = _start(s3_endpoint, 1, 200, "--progress")
     out, _ = second.communicate(timeout=120)
     assert second.returncode == 0, out
-    resumed_from = _json(s3_endpoint, "progress/run-1.json")["resumed_from"]
+    resumed_from = read_json(s3_endpoint, "progress/run-1.json")["resumed_from"]
     assert resumed_from == reached  # the checkpoint on the signal: not one step lost
-    done = _json(s3_endpoint, "DONE.json")
+    done = read_json(s3_endpoint, "DONE.json")
     assert done == {"steps": 200, "value": uninterrupted_value(200), "runs": 2}
 
 
 def test_a_job_killed_without_a_signal_loses_at_most_one_interval(s3_endpoint: str) -> None:
     interval_s, step_s = 0.5, 0.05
     first = _start(s3_endpoint, 0, 1000, "--progress", interval_s=interval_s)
-    _wait_for_progress(s3_endpoint, "progress/run-0.json", 60)
+    wait_for_progress(s3_endpoint, "progress/run-0.json", 60)
     first.kill()  # the instance vanished: no signal, no last checkpoint
     first.communicate(timeout=30)
-    reached = _json(s3_endpoint, "progress/run-0.json")["reached"]
+    reached = read_json(s3_endpoint, "progress/run-0.json")["reached"]
     second = _start(s3_endpoint, 1, 120, "--progress", interval_s=interval_s)
     out, _ = second.communicate(timeout=120)
     assert second.returncode == 0, out
-    resumed_from = _json(s3_endpoint, "progress/run-1.json")["resumed_from"]
+    resumed_from = read_json(s3_endpoint, "progress/run-1.json")["resumed_from"]
     steps_per_interval = interval_s / step_s
     # Each step also writes its progress record, so an interval holds at most steps_per_interval steps.
     # A kill right after a checkpoint loses nothing; any other loses less than an interval's steps.
@@ -137,7 +86,7 @@ def test_a_job_killed_without_a_signal_loses_at_most_one_interval(s3_endpoint: s
 
 
 def test_a_checkpoint_without_its_marker_is_never_resumed_from(s3_endpoint: str) -> None:
-    s3 = _s3(s3_endpoint)
+    s3 = client(s3_endpoint)
     good = json.dumps({"step": 5, "value": uninterrupted_value(5)}).encode()
     s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/step-000000005/state.json", Body=good)
     s3.put_object(
@@ -148,5 +97,5 @@ def test_a_checkpoint_without_its_marker_is_never_resumed_from(s3_endpoint: str)
     run = _start(s3_endpoint, 1, 12, "--progress")
     out, _ = run.communicate(timeout=60)
     assert run.returncode == 0, out
-    assert _json(s3_endpoint, "progress/run-1.json")["resumed_from"] == 5
-    assert _json(s3_endpoint, "DONE.json")["value"] == uninterrupted_value(12)
+    assert read_json(s3_endpoint, "progress/run-1.json")["resumed_from"] == 5
+    assert read_json(s3_endpoint, "DONE.json")["value"] == uninterrupted_value(12)
