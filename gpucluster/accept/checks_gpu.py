@@ -70,34 +70,49 @@ def driver_version(d: Declared, obs: Observed) -> CheckResult:
     return verdict("driver_version", obs.smi.value.driver_version == d.driver_version, expected, found)
 
 
-def _ecc_text(gpu: Gpu) -> str:
-    v, a = gpu.ecc_volatile, gpu.ecc_aggregate
-    return (
-        f"GPU {_short(gpu)} volatile {v.uncorrectable} uncorrectable/{v.corrected} corrected, "
-        f"aggregate {a.uncorrectable} uncorrectable/{a.corrected} corrected"
-    )
+def _ecc_faults(gpu: Gpu, max_corrected: int) -> list[str]:
+    """Why this GPU's memory is not fit for jobs (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/)."""
+    faults = []
+    if gpu.ecc_volatile.uncorrectable:
+        faults.append(
+            f"{gpu.ecc_volatile.uncorrectable} uncorrectable since the driver loaded (reset the GPU)"
+        )
+    if gpu.remap_pending:
+        faults.append("a row remap pending (reset the GPU)")
+    if gpu.remap_failed:
+        faults.append("a row remap failed (replace the GPU)")
+    if gpu.sram_threshold_exceeded:
+        faults.append("the SRAM uncorrectable threshold exceeded (replace the GPU)")
+    if gpu.ecc_aggregate.corrected > max_corrected:
+        faults.append(f"{gpu.ecc_aggregate.corrected} corrected over its life (> {max_corrected})")
+    return faults
 
 
 def ecc_errors(d: Declared, obs: Observed) -> CheckResult:
-    """No ECC errors, corrected or not, volatile or aggregate, on any GPU."""
+    """No uncorrectable errors since the driver loaded, no pending or failed row remaps, corrected ≤ limit.
+
+    Aggregate uncorrectable errors are history that row remapping already dealt with: reported, not failed.
+    """
     if d.gpu_count == 0:
         return skipped("ecc_errors", "the profile declares no GPUs")
-    expected = "0 ECC errors (volatile and aggregate) on every GPU"
+    expected = (
+        "no uncorrectable ECC error since the driver loaded, no pending or failed row remap, "
+        f"at most {d.max_corrected_ecc_errors} corrected per GPU"
+    )
     gpus, problem = listed_gpus(obs)
     if not gpus:
         return failed("ecc_errors", expected, "no GPUs", problem)
-    counts = (
-        (
-            g.ecc_volatile.corrected,
-            g.ecc_volatile.uncorrectable,
-            g.ecc_aggregate.corrected,
-            g.ecc_aggregate.uncorrectable,
-        )
+    bad = [
+        f"GPU {_short(g)} " + ", ".join(faults)
         for g in gpus
-    )
-    bad = [_ecc_text(g) for g, c in zip(gpus, counts, strict=True) if any(c)]
-    found = "; ".join(bad) if bad else f"0 on {len(gpus)} GPUs"
-    return verdict("ecc_errors", not bad, expected, found)
+        if (faults := _ecc_faults(g, d.max_corrected_ecc_errors))
+    ]
+    if bad:
+        return failed("ecc_errors", expected, "; ".join(bad))
+    corrected = max(g.ecc_aggregate.corrected for g in gpus)
+    history = sum(g.ecc_aggregate.uncorrectable for g in gpus)
+    found = f"{len(gpus)} GPUs fit: at most {corrected} corrected, {history} uncorrectable in their history"
+    return verdict("ecc_errors", True, expected, found)
 
 
 def persistence_mode(d: Declared, obs: Observed) -> CheckResult:

@@ -29,6 +29,7 @@ class Declared:
     dcgm_level: int
     min_single_node_busbw_gbs: float
     min_multi_node_busbw_gbs: float | None
+    max_corrected_ecc_errors: int
 
 
 def declared_for(cluster: Cluster, host: str) -> Declared:
@@ -64,4 +65,5 @@ def declared_for(cluster: Cluster, host: str) -> Declared:
             if fabric is not None
             else None
         ),
+        max_corrected_ecc_errors=acceptance.max_corrected_ecc_errors,
     )

@@ -31,6 +31,9 @@ class Gpu:
     persistence_mode: bool
     ecc_volatile: EccCounts
     ecc_aggregate: EccCounts
+    remap_pending: bool  # a row remap waits for a GPU reset
+    remap_failed: bool  # no spare row was left: the GPU needs replacing
+    sram_threshold_exceeded: bool  # too many uncorrectable SRAM errors over its life: replace
     pcie_gen_current: int | None
     pcie_gen_max: int | None
     pcie_width_current: int | None
@@ -86,6 +89,9 @@ def _gpu(node: ET.Element) -> Gpu:
         persistence_mode=_text(node, "persistence_mode") == "Enabled",
         ecc_volatile=_ecc(node.find("ecc_errors/volatile")),
         ecc_aggregate=_ecc(node.find("ecc_errors/aggregate")),
+        remap_pending=_text(node, "remapped_rows/remapped_row_pending") == "Yes",
+        remap_failed=_text(node, "remapped_rows/remapped_row_failure") == "Yes",
+        sram_threshold_exceeded=_text(node, "ecc_errors/aggregate/sram_threshold_exceeded") == "Yes",
         pcie_gen_current=_int_or_none(_text(node, f"{link}/pcie_gen/current_link_gen")),
         pcie_gen_max=_int_or_none(_text(node, f"{link}/pcie_gen/max_link_gen")),
         pcie_width_current=_int_or_none(_text(node, f"{link}/link_widths/current_link_width")),

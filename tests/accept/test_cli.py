@@ -81,7 +81,7 @@ def test_evaluate_then_summarize(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert lines[5].startswith("| gpu-a02 | no | `ecc_errors`, `nvlink_up`, `hca_state_active`")
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["nodes"], summary["passed"], summary["failed"]) == (3, 1, 2)
-    assert summary["hosts"][1]["drain_reason"].startswith("ecc_errors: expected 0 ECC errors")
+    assert summary["hosts"][1]["drain_reason"].startswith("ecc_errors: expected no uncorrectable ECC error")
     assert summary["hosts"][0]["drain_reason"] is None
     # summarizing again ignores its own summary.json
     assert main(["summarize", "--reports", str(out)]) == 0

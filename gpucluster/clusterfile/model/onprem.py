@@ -37,6 +37,9 @@ class Acceptance(Strict):
     nccl_test_size: Annotated[str, StringConstraints(pattern=r"^[0-9]+[KMG]$")] = "1G"
     min_single_node_busbw_gbs: Annotated[float, Field(gt=0)] | None = None
     min_multi_node_busbw_gbs: Annotated[float, Field(gt=0)] | None = None
+    # Corrected ECC errors are normal on healthy GPUs (the memory corrected them); a GPU whose
+    # lifetime (aggregate) count is above this fails. Uncorrectable ones and row-remap trouble always fail.
+    max_corrected_ecc_errors: Annotated[int, Field(ge=0)] = 1000
 
 
 class Cpus(Strict):
