@@ -14,6 +14,7 @@ from gpucluster.review.classify_nodes import classify_model, classify_snapshots
 from gpucluster.review.errors import ReviewError
 from gpucluster.review.findings import Finding, ordered
 from gpucluster.review.nodes import FileChange, diff_files
+from gpucluster.review.roles import classify_roles, role_changes
 from gpucluster.review.snapshot import Snapshot, take
 from gpucluster.review.synth import SynthResult
 from gpucluster.review.synth_pair import synth_both
@@ -58,12 +59,16 @@ def review(
     base_id = gitrepo.resolve(root, base)
     head_id = gitrepo.resolve(root, head) if head else None
     files = gitrepo.clusters_to_review(root, base_id, head_id, cluster)
+    ansible_paths = gitrepo.changed_paths(root, base_id, head_id, ("ansible",))
     cache = cache_dir or root / "build" / ".review-synth"
     cache.mkdir(parents=True, exist_ok=True)
     results: list[ClusterReview] = []
     if files:
         with gitrepo.tree_at(root, base_id) as base_tree, gitrepo.tree_at(root, head_id) as head_tree:
-            results = [_one(f, base_tree, head_tree, root / "node_modules", cache) for f in files]
+            results = [
+                _one(f, base_tree, head_tree, root / "node_modules", cache, ansible_paths=ansible_paths)
+                for f in files
+            ]
     return Review(base=base, head=head or "work tree", clusters=[r for r in results if _changed(r)])
 
 
@@ -72,7 +77,13 @@ def _changed(r: ClusterReview) -> bool:
 
 
 def _one(
-    cluster_file: str, base_tree: Path, head_tree: Path, node_modules: Path, cache: Path
+    cluster_file: str,
+    base_tree: Path,
+    head_tree: Path,
+    node_modules: Path,
+    cache: Path,
+    *,
+    ansible_paths: list[str],
 ) -> ClusterReview:
     with ThreadPoolExecutor(max_workers=4) as pool:
         synths = pool.submit(synth_both, base_tree, head_tree, cluster_file, cache_dir=cache)
@@ -85,6 +96,7 @@ def _one(
     changes = diff_files(base_snap, head_snap, dict(DESTINATIONS))
     findings = classify_stacks(stacks) + classify_snapshots(base_snap, head_snap, changes)
     findings += classify_model(base_snap, head_snap)
+    findings += classify_roles(role_changes(head_tree, ansible_paths, head_snap.ansible_groups))
     findings += _synth_findings(base_synth, head_synth)
     return ClusterReview(
         cluster_file=cluster_file,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucluster.review.errors import ReviewError
@@ -34,8 +34,13 @@ except Exception as exc:  # a cluster without economics still reviews; the cost 
     cost = None
     print(f"cost: {exc}", file=sys.stderr)
 hosts = {g: v["hosts"] for g, v in manifest(cluster, files)["groups"].items()}
+try:
+    from gpucluster.ansible_vars import inventory
+    ansible_groups = inventory(cluster, path).groups
+except ImportError:  # a base from before the inventory plugin
+    ansible_groups = {}
 json.dump({"model": cluster.model_dump(mode="json"), "files": files, "hosts": hosts,
-           "monthly_usd": cost}, sys.stdout)
+           "ansible_groups": ansible_groups, "monthly_usd": cost}, sys.stdout)
 """
 
 
@@ -48,6 +53,7 @@ class Snapshot:
     files: dict[str, str]
     hosts: dict[str, list[str]]  # node group → host names
     monthly_usd: float | None
+    ansible_groups: dict[str, list[str]] = field(default_factory=dict)  # inventory group → hosts
 
 
 EMPTY = Snapshot(exists=False, model={}, files={}, hosts={}, monthly_usd=None)
@@ -74,6 +80,7 @@ def take(tree: Path, cluster_file: str) -> Snapshot:
         files=data["files"],
         hosts=data["hosts"],
         monthly_usd=float(cost) if cost is not None else None,
+        ansible_groups=data.get("ansible_groups", {}),
     )
 
 

@@ -35,6 +35,10 @@ CHANGES: dict[str, list[tuple[str, str]]] = {
     "driver": [('nvidia_driver_branch: "570"', 'nvidia_driver_branch: "575"'),
                ('nvidia_driver: "570.172.08"', 'nvidia_driver: "575.57.08"')],
 }  # fmt: skip
+# Changes to the collection rather than the cluster file: (path, old, new).
+FILE_CHANGES: dict[str, tuple[str, str, str]] = {
+    "role": ("ansible/roles/slurm_node/tasks/main.yml", "---\n", "---\n# a reviewed change\n"),
+}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -85,6 +89,12 @@ def build_repo(target: Path) -> Path:
         git(target, "checkout", "-q", "-b", branch, "base")
         (target / EXAMPLE).write_text(changed)
         git(target, "commit", "-q", "-am", branch)
+    for branch, (path, old, new) in FILE_CHANGES.items():
+        git(target, "checkout", "-q", "-b", branch, "base")
+        original = (target / path).read_text()
+        assert original.startswith(old), f"{branch}: {path} does not start with {old!r} any more"
+        (target / path).write_text(original.replace(old, new, 1))
+        git(target, "commit", "-q", "-am", branch)
     git(target, "checkout", "-q", "main")
     return target
 
@@ -107,5 +117,5 @@ def reviewed(review_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Cal
     # The base synth first (shared by all), then the heads two at a time (two cores here).
     run("partition")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(run, ["retention", "spot", "driver"]))
+        list(pool.map(run, ["retention", "spot", "driver", "role"]))
     return run

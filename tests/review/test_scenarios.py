@@ -82,6 +82,20 @@ def test_driver_bump_reboots_the_gpu_nodes(reviewed: Reviewed) -> None:
     assert exit_status(result, ["data-loss", "replace", "security"]) == 0
 
 
+def test_a_role_change_lists_the_role_its_hosts_and_what_it_may_restart(reviewed: Reviewed) -> None:
+    result = reviewed("role")
+    rows = table(as_markdown(result))
+    assert any(
+        "slurmd restart (drain needed) | Ansible role slurm_node changed: runs on 8 host(s) (slurm_compute)"
+        "; may: restarts slurmd" in r
+        for r in rows
+    ), rows
+    finding = next(f for f in result.clusters[0].findings if "role slurm_node" in f.title)
+    assert finding.detail[0] == "changed: ansible/roles/slurm_node/tasks/main.yml"
+    assert len(finding.hosts) == 8
+    assert not result.clusters[0].files  # no node file changed: the rendered files are the same
+
+
 def test_no_change_says_so(review_repo: Path, tmp_path: Path) -> None:
     result = review(review_repo, "base", cache_dir=tmp_path)  # the work tree is the base commit
     md = as_markdown(result)
