@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -14,6 +15,22 @@ from moto.server import ThreadedMotoServer
 
 BUCKET = "example-checkpoints"
 PREFIX = "checkpoints/alice/42"
+
+
+def contract_env(endpoint: str, run: int, interval_s: float) -> dict[str, str]:
+    """A job's environment under the checkpoint contract, against the emulated S3, in its run `run`."""
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SLURM_"))},
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": endpoint,
+        "GPUCLUSTER_CHECKPOINT_URI": f"s3://{BUCKET}/{PREFIX}/",
+        "GPUCLUSTER_CHECKPOINT_INTERVAL_S": str(interval_s),
+        "GPUCLUSTER_CHECKPOINT_SIGNAL": "USR1",
+        "GPUCLUSTER_REQUEUE_EXIT": "99",
+        "SLURM_RESTART_COUNT": str(run),
+    }
 
 
 def client(endpoint: str) -> Any:

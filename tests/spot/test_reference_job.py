@@ -6,30 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
 import sys
 
 from tests.conftest import ROOT
-from tests.spot.emulated_s3 import BUCKET, PREFIX, client, read_json, wait_for_progress
+from tests.spot.emulated_s3 import BUCKET, PREFIX, client, contract_env, read_json, wait_for_progress
 
 TRAIN = ROOT / "examples" / "spot_training" / "train.py"
-
-
-def _env(endpoint: str, run: int, interval_s: float = 0.5) -> dict[str, str]:
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SLURM_"))},
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": endpoint,
-        "GPUCLUSTER_CHECKPOINT_URI": f"s3://{BUCKET}/{PREFIX}/",
-        "GPUCLUSTER_CHECKPOINT_INTERVAL_S": str(interval_s),
-        "GPUCLUSTER_CHECKPOINT_SIGNAL": "USR1",
-        "GPUCLUSTER_REQUEUE_EXIT": "99",
-        "SLURM_RESTART_COUNT": str(run),
-    }
 
 
 def _start(
@@ -37,7 +21,7 @@ def _start(
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(TRAIN), "--steps", str(steps), "--step-seconds", "0.05", *extra],
-        env=_env(endpoint, run, interval_s),
+        env=contract_env(endpoint, run, interval_s),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -5,7 +5,6 @@ the CPU (gloo), torch.distributed.checkpoint shards in an emulated S3 (moto on l
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -13,7 +12,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
-from tests.spot.emulated_s3 import BUCKET, PREFIX, client, read_json, wait_for_progress
+from tests.spot.emulated_s3 import BUCKET, PREFIX, client, contract_env, read_json, wait_for_progress
 
 TRAIN = ROOT / "examples" / "spot_training" / "train_dcp.py"
 RANKS = 2
@@ -33,17 +32,7 @@ def _start(
     port = _free_port()
     ranks = []
     for rank in range(RANKS):
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SLURM_"))},
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_ENDPOINT_URL": endpoint,
-            "GPUCLUSTER_CHECKPOINT_URI": f"s3://{BUCKET}/{PREFIX}/",
-            "GPUCLUSTER_CHECKPOINT_INTERVAL_S": str(interval_s),
-            "GPUCLUSTER_CHECKPOINT_SIGNAL": "USR1",
-            "GPUCLUSTER_REQUEUE_EXIT": "99",
-            "SLURM_RESTART_COUNT": str(run),
+        env = contract_env(endpoint, run, interval_s) | {
             "SLURM_PROCID": str(rank),
             "SLURM_NTASKS": str(RANKS),
             "MASTER_ADDR": "127.0.0.1",
