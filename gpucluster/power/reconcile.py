@@ -2,8 +2,9 @@
 
 slurmctld's view wins: an instance runs only for a node Slurm has powered up. Instances are read before
 node states, so an instance seen here was launched before the states were read: a node that reads
-powered down then truly does not want it. Nothing is remembered between runs, so a controller restart
-loses nothing (https://slurm.schedmd.com/power_save.html; ParallelCluster's clustermgtd does the same).
+powered down then truly does not want it. The reconciler remembers nothing between runs (it reads the
+ResumeProgram's per-node marks, gpucluster.power.resume_marks), so a controller restart loses nothing
+(https://slurm.schedmd.com/power_save.html; ParallelCluster's clustermgtd does the same).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gpucluster import names
 from gpucluster.power import config, fleet, spot_events
 from gpucluster.power.log import log
 from gpucluster.power.resume import clients, load_config, sqs_client
+from gpucluster.power.resume_marks import ResumeMarks
 from gpucluster.power.slurm import NodeState, Scontrol, Slurm
 
 if TYPE_CHECKING:
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
 
 # An instance without its node tag is young: the ResumeProgram tags right after CreateFleet returns.
 UNTAGGED_GRACE_S = 300
+# EC2's LaunchTime and this host's clock (chrony-synced) may differ a little; a previous power-up's
+# instance is older than its resume by far more (its node ran, went DOWN and was powered down between).
+LAUNCH_CLOCK_SLACK_S = 5
 REASON_PREFIX = names.POWER_REASON
 SPOT_DRAIN = REASON_PREFIX + "spot "  # the reasons the spot agent and the events backstop drain with
 CAPACITY_ERRORS = ("InsufficientInstanceCapacity", "InstanceLimitExceeded", "VcpuLimitExceeded",
@@ -57,17 +62,36 @@ class Plan:
 
 
 def plan(
-    cfg: config.PowerConfig, instances: list[fleet.Instance], nodes: dict[str, NodeState], now: float
+    cfg: config.PowerConfig,
+    instances: list[fleet.Instance],
+    nodes: dict[str, NodeState],
+    now: float,
+    resumed: dict[str, float] | None = None,
 ) -> Plan:
-    """Decide, without side effects, from the instances (read first) and the node states."""
+    """Decide, without side effects, from the instances (read first) and the node states.
+
+    resumed: node → epoch seconds at which the ResumeProgram last took it.
+    """
     result = Plan()
     live, gone = _by_node(cfg, instances, now, result)
     for name, own in live.items():
         _plan_instances(name, own, nodes.get(name), result)
     for name, node in nodes.items():
         if cfg.group_of(name) is not None:
-            _plan_node(cfg, node, live=live.get(name, []), gone=gone.get(name, []), now=now, result=result)
+            ended = _this_power_up(gone.get(name, []), (resumed or {}).get(name))
+            _plan_node(cfg, node, live=live.get(name, []), gone=ended, now=now, result=result)
     return result
+
+
+def _this_power_up(gone: list[fleet.Instance], resumed: float | None) -> list[fleet.Instance]:
+    """The ended instances launched since the node's last resume (EC2 lists ended ones for an hour).
+
+    Without this, a node resumed again under its old name would go DOWN for its previous instance's
+    end while its new one is still being launched, and requeue its job a second time.
+    """
+    if resumed is None:
+        return []  # no mark: only ResumeTimeout judges this boot
+    return [i for i in gone if i.launched >= resumed - LAUNCH_CLOCK_SLACK_S]
 
 
 def _by_node(
@@ -151,7 +175,10 @@ def reconcile(
     if sqs is not None and cfg.events_queue:
         queue_url = sqs.get_queue_url(QueueName=cfg.events_queue)["QueueUrl"]
         events = spot_events.consume(sqs, queue_url, instances, slurm, cfg.checkpoint_signal)
-    decided = plan(cfg, instances, slurm.nodes(), time.time() if now is None else now)
+    nodes = slurm.nodes()
+    marks = ResumeMarks(cfg.state_dir)
+    resumed = {n: t for n in nodes if (t := marks.since(n)) is not None}
+    decided = plan(cfg, instances, nodes, time.time() if now is None else now, resumed)
     fleet.terminate_ids(ec2, sorted(decided.terminate))
     for name, reason in sorted(decided.down.items()):
         slurm.set_down([name], reason)

@@ -25,6 +25,7 @@ from gpucluster.names import POWER_REASON
 from gpucluster.power import capacity, config, fleet
 from gpucluster.power.hostlists import expand
 from gpucluster.power.log import log
+from gpucluster.power.resume_marks import ResumeMarks
 from gpucluster.power.slurm import Scontrol, Slurm
 from gpucluster.power.unavailable import Unavailable
 
@@ -74,6 +75,7 @@ def resume(
     now = time.time() if now is None else now
     deployed = capacity.read(ssm, cfg.capacity_parameter)
     unavailable = Unavailable(cfg.state_dir)
+    ResumeMarks(cfg.state_dir).mark([n for request in wanted for n in request.nodes], now)
     launches: list[fleet.Launch] = []
     for request in wanted:
         by_group: dict[str, list[str]] = {}

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import time
+from pathlib import Path
 
 from gpucluster.names import CLUSTER_TAG, NODE_TAG
-from gpucluster.power import reconcile, resume
+from gpucluster.power import fleet, reconcile, resume
 from gpucluster.power.resume import Request
+from gpucluster.power.resume_marks import ResumeMarks
 from gpucluster.power.slurm import NodeState, parse_nodes
 from tests.power.conftest import Aws, RecordingSlurm
 
@@ -100,6 +103,36 @@ def test_a_booting_node_whose_instance_ended_goes_down_and_one_still_booting_wai
     reconcile.reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm)
     assert [nodes for nodes, _ in slurm.down] == [["p5-spot-1"]]
     assert ids["p5-spot-1"] in slurm.down[0][1]
+
+
+def test_a_node_resumed_again_is_not_judged_by_its_previous_instance(aws: Aws, slurm: RecordingSlurm) -> None:
+    # p5-od-1's first instance was terminated out of band; its job requeued and resumed it again, and
+    # the ResumeProgram has not tagged the new instance yet (stop 23's twice-requeued job).
+    first = _launch(aws, slurm, "p5-od-1")["p5-od-1"]
+    aws.ec2.terminate_instances(InstanceIds=[first])
+    launched = aws.ec2.describe_instances(InstanceIds=[first])["Reservations"][0]["Instances"][0][
+        "LaunchTime"
+    ]
+    ResumeMarks(aws.cfg.state_dir).mark(["p5-od-1"], launched.timestamp() + 120)
+    slurm.states = {"p5-od-1": _state("p5-od-1", "ALLOCATED+CLOUD+POWERING_UP")}
+    assert reconcile.reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm).down == {}
+    # Its new instance (launched after the mark) ending while it boots does take it DOWN.
+    t0 = launched.timestamp()
+    old, new = (
+        fleet.Instance(i, "p5-od-1", "terminated", "", t) for i, t in (("i-old", t0), ("i-new", t0 + 125))
+    )
+    decided = reconcile.plan(aws.cfg, [old, new], slurm.states, t0 + 130, {"p5-od-1": t0 + 120})
+    assert decided.down == {"p5-od-1": "gpucluster: instance i-new terminated while booting"}
+
+
+def test_without_a_resume_mark_a_booting_node_is_left_to_resume_timeout(
+    aws: Aws, slurm: RecordingSlurm
+) -> None:
+    ended = _launch(aws, slurm, "p5-od-1")["p5-od-1"]
+    aws.ec2.terminate_instances(InstanceIds=[ended])
+    shutil.rmtree(Path(aws.cfg.state_dir) / "resumed")  # a controller rebuilt since, say
+    slurm.states = {"p5-od-1": _state("p5-od-1", "ALLOCATED+CLOUD+POWERING_UP")}
+    assert reconcile.reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm).down == {}
 
 
 def test_instances_no_node_claims_are_reaped_but_not_another_clusters_or_a_young_untagged_one(
