@@ -8,6 +8,7 @@ from typing import Final
 
 from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.model.software import Partition
 from gpucluster.clusterfile.nodes import NodeGroup, node_groups
 from gpucluster.names import POWER_BIN, power_partition
 
@@ -40,6 +41,16 @@ class PartitionLine:
     hostlist: str
     default: bool
     max_time: str
+    def_cpu_per_gpu: int | None  # None: the partition has no GPUs
+    def_mem_per_gpu_mib: int | None
+
+
+@dataclass(frozen=True)
+class FabricSwitch:
+    """A topology.conf switch over the node groups of one fabric of one site."""
+
+    name: str
+    leaves: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,8 @@ class SlurmContext:
     has_cloud_nodes: bool
     max_node_count: int
     power: PowerLines | None
+    fabrics: tuple[FabricSwitch, ...] = ()
+    allow_fabric_spanning: bool = False
 
 
 def onprem_hosts(cluster: Cluster) -> list[ControllerHost]:
@@ -135,6 +148,29 @@ def _power_lines(cluster: Cluster, groups: dict[str, NodeGroup]) -> PowerLines |
     )
 
 
+def _per_gpu(partition: Partition, groups: dict[str, NodeGroup]) -> tuple[int | None, int | None]:
+    """DefCpuPerGPU and DefMemPerGPU: the cluster file's, else the smallest GPU node's share per GPU.
+
+    A node with fewer CPUs than GPUs (a test rack) gets no CPU default: any would make a job that asks
+    for all its GPUs unschedulable.
+    """
+    gpu_groups = [groups[name] for name in partition.node_groups if groups[name].gpu_count]
+    if not gpu_groups:
+        return None, None
+    cpus = partition.def_cpu_per_gpu or min(g.cpus // g.gpu_count for g in gpu_groups)
+    memory = partition.def_mem_per_gpu_mib or min(g.real_memory_mib // g.gpu_count for g in gpu_groups)
+    return cpus or None, memory or None
+
+
+def _fabric_switches(groups: list[NodeGroup]) -> tuple[FabricSwitch, ...]:
+    """One switch per (site, fabric): node groups on one fabric may share jobs, others may not."""
+    by_fabric: dict[str, list[str]] = {}
+    for group in groups:
+        fabric = group.fabric.key if group.fabric else "ethernet"
+        by_fabric.setdefault(f"{group.site}-{fabric}", []).append(group.name)
+    return tuple(FabricSwitch(name, tuple(leaves)) for name, leaves in by_fabric.items())
+
+
 def slurm_context(cluster: Cluster) -> SlurmContext:
     """Node, partition and controller lines for the Slurm templates."""
     groups = {g.name: g for g in node_groups(cluster)}
@@ -144,6 +180,7 @@ def slurm_context(cluster: Cluster) -> SlurmContext:
             compress([h for name in p.node_groups for h in groups[name].hosts]),
             p.default,
             p.max_time,
+            *_per_gpu(p, groups),
         )
         for p in cluster.slurm.partitions
     )
@@ -161,4 +198,6 @@ def slurm_context(cluster: Cluster) -> SlurmContext:
         has_cloud_nodes=any(g.site == "aws" for g in groups.values()),
         max_node_count=sum(len(g.hosts) for g in groups.values()),
         power=_power_lines(cluster, groups),
+        fabrics=_fabric_switches(list(groups.values())),
+        allow_fabric_spanning=cluster.slurm.allow_fabric_spanning,
     )

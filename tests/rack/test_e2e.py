@@ -11,6 +11,8 @@ import time
 
 import yaml
 
+from gpucluster.clusterfile import load
+from gpucluster.clusterfile.nodes import node_groups
 from tests.rack.conftest import ROOT, converge
 from tests.rack.handlers import handlers_run, predicted
 from tests.rack.rack import Rack
@@ -106,6 +108,11 @@ def test_gres_allocates_two_declared_gpus(rack: Rack) -> None:
     assert "Requested node configuration is not available" in refused
 
 
+def test_jobs_take_slurmds_locked_memory_limit_not_the_submitting_shells(rack: Rack) -> None:
+    # RDMA pins memory: a login shell's 64 KiB limit must not reach the job (PropagateResourceLimitsExcept).
+    assert rack.ssh("ctl", "ulimit -S -l 64 && srun -N1 bash -c 'ulimit -l'").strip() == "unlimited"
+
+
 def test_sacct_lists_the_jobs_from_slurmdbd(rack: Rack) -> None:
     listing = ""
     for _ in range(30):
@@ -133,6 +140,13 @@ def test_utilization_from_real_sacct_output(rack: Rack) -> None:
         if recorded.count("COMPLETED") == 2:
             break
         time.sleep(1)
+    # Without --mem, each job got its GPUs' share of the node's memory (DefMemPerGPU), not the whole node.
+    (group,) = [g for g in node_groups(load(rack.cluster_file).cluster) if g.gpu_count]
+    share = group.real_memory_mib // group.gpu_count
+    alloc = dict(line.split("|")[:3:2] for line in recorded.splitlines()[1:])
+    assert [f"mem={gpus * share}M" in alloc[job] for job, gpus in zip(jobs, (2, 4), strict=True)] == [
+        True
+    ] * 2, alloc
     sample = ROOT / "build" / "sacct-testrack.txt"
     sample.parent.mkdir(exist_ok=True)
     sample.write_text(recorded)

@@ -52,7 +52,10 @@ def test_gres_and_topology(example: Cluster) -> None:
     assert "NodeName=gpu-b[01-04] Name=gpu Type=h100 File=/dev/nvidia[0-7]" in files["slurm/gres.conf"]
     topology = files["slurm/topology.conf"]
     assert "SwitchName=p5-od Nodes=p5-od-[1-4]" in topology
-    assert "SwitchName=root Switches=site-onprem,site-aws" in topology
+    # One switch per fabric and no root: no job straddles the InfiniBand racks and the EFA groups.
+    assert "SwitchName=onprem-ib-ndr400 Switches=rack-a,rack-b" in topology
+    assert "SwitchName=aws-efa-v2 Switches=p5-od,p5-spot" in topology
+    assert "SwitchName=root" not in topology
 
 
 def test_infiniband_nccl_names_every_hca(example: Cluster) -> None:
@@ -188,3 +191,25 @@ def test_the_credential_lifetime_is_rendered_only_when_set_and_needs_a_restart(e
     old = render(example, "aws", group="p5-od")["slurm/slurm.conf"]
     change = Change(old=old, new=new, host="ctl", slurm_version="22.05.8")
     assert Action.SLURMCTLD_RESTART in needs("slurm/slurm.conf", change)
+
+
+def test_each_gpu_brings_its_share_of_the_smallest_node(example: Cluster) -> None:
+    conf = render(example, "onprem")["slurm/slurm.conf"]
+    # DGX H100 racks: 224 CPUs and 2048 GiB less the OS reserve over 8 GPUs; p5: 192 CPUs.
+    share = int(2048 * 1024 * 0.97) // 8
+    rack = "PartitionName=rack Nodes=gpu-a[01-04],gpu-b[01-04] Default=YES MaxTime=INFINITE"
+    assert f"{rack} DefCpuPerGPU=28 DefMemPerGPU={share} State=UP" in conf
+    assert "PartitionName=all " in conf and f"MaxTime=INFINITE DefCpuPerGPU=24 DefMemPerGPU={share}" in conf
+    assert "PropagateResourceLimitsExcept=MEMLOCK" in conf
+
+
+def test_per_gpu_defaults_and_fabric_spanning_from_the_cluster_file(example: Cluster) -> None:
+    data = example.model_dump(mode="json", exclude_none=True)
+    data["slurm"]["partitions"][0] |= {"def_cpu_per_gpu": 16, "def_mem_per_gpu_mib": 65536}
+    data["slurm"]["allow_fabric_spanning"] = True
+    files = render(Cluster.model_validate(data), "onprem")
+    assert (
+        "Default=YES MaxTime=INFINITE DefCpuPerGPU=16 DefMemPerGPU=65536 State=UP"
+        in files["slurm/slurm.conf"]
+    )
+    assert "SwitchName=root Switches=onprem-ib-ndr400,aws-efa-v2" in files["slurm/topology.conf"]

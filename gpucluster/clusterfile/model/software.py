@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, PositiveInt, StringConstraints, model_validator
 
 from gpucluster.clusterfile.model.common import HostName, Name, Strict, VersionPin
 
@@ -55,6 +55,11 @@ class Partition(Strict):
             pattern=r"^(INFINITE|[0-9]+(-[0-9]{1,2}(:[0-9]{2}){0,2})?|[0-9]{1,2}(:[0-9]{2}){1,2})$"
         ),
     ] = "INFINITE"
+    # What a job that asks for GPUs but not for CPUs or memory gets per GPU (DefCpuPerGPU, DefMemPerGPU).
+    # Unset: the node's CPUs and memory divided by its GPUs, on the smallest node group of the partition,
+    # so a job without --mem takes its share of the node, not all of it.
+    def_cpu_per_gpu: PositiveInt | None = None
+    def_mem_per_gpu_mib: PositiveInt | None = None
 
 
 class Account(Strict):
@@ -123,3 +128,6 @@ class Slurm(Strict):
     # AuthInfo=cred_expire: a job step credential's lifetime, which is also how long Slurm holds a
     # requeued job before it may start again (a spot-requeued job waits this long).
     credential_lifetime_s: Annotated[int, Field(ge=5, le=3600)] = 120
+    # One job stays inside one fabric (InfiniBand racks, EFA groups): topology.conf joins no two fabrics
+    # under one switch, so Slurm never allocates one job across them. True joins them under a root.
+    allow_fabric_spanning: bool = False
