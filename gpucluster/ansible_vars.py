@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster import __version__, names
+from gpucluster.accept.admission import AWAITING_REASON
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.onprem import HardwareProfile, OnPrem
 from gpucluster.clusterfile.nodes import Node, NodeGroup, node_groups
@@ -75,6 +76,7 @@ def _common_vars(cluster: Cluster, source: str) -> dict[str, Any]:
         "slurm_common_cluster_name": cluster.name,
         "slurm_common_controller_host": cluster.slurm.controller,
         "slurm_common_slurm_version": cluster.versions.slurm,
+        "slurm_common_time_servers": list(cluster.onprem.time_servers) if cluster.onprem else [],
         **_slurm_package_vars(cluster),
         "slurm_controller_accounting_enabled": cluster.slurm.accounting.enabled,
         "slurm_controller_slurmctld_port": cluster.slurm.slurmctld_port,
@@ -119,6 +121,8 @@ def node_vars(cluster: Cluster, group: NodeGroup, node: Node) -> dict[str, Any]:
         "gpucluster_accept_dcgm_level": acceptance.dcgm_level,
         "gpucluster_accept_nccl_test_size": acceptance.nccl_test_size,
         "gpucluster_accept_gpu_count": group.gpu_count,
+        # A new node registers drained with this reason; accept.yml resumes only drains that carry it.
+        "slurm_node_acceptance_reason": AWAITING_REASON,
         **gpu_stack_vars(cluster, group, node),
     }
 

@@ -1,4 +1,4 @@
-"""`gpucluster accept evaluate|summarize`: one node's report against its profile, then the rack summary.
+"""`gpucluster accept evaluate|skip|summarize`: one node's report against its profile, then the rack summary.
 
 Exit status 0 whether nodes passed or not (the report says); 2 for input that cannot be used.
 """
@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from gpucluster import exit_codes
+from gpucluster.accept.admission import admission
 from gpucluster.accept.checks import run_checks
 from gpucluster.accept.declared import declared_for
 from gpucluster.accept.errors import AcceptInputError
@@ -20,6 +21,7 @@ from gpucluster.accept.report import (
     SUMMARY_MD,
     node_report,
     read_reports,
+    skipped_report,
     summary,
     summary_markdown,
 )
@@ -35,13 +37,21 @@ def add_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    steps = accept.add_subparsers(dest="accept_verb", required=True, metavar="{evaluate,summarize}")
+    steps = accept.add_subparsers(dest="accept_verb", required=True, metavar="{evaluate,skip,summarize}")
     evaluate = steps.add_parser("evaluate", help="check one node's observations against its profile")
     evaluate.add_argument("--cluster", required=True, type=Path, help="cluster file")
     evaluate.add_argument("--host", required=True, help="node name as in the cluster file")
     evaluate.add_argument("--observations", required=True, type=Path, help="observations JSON")
     evaluate.add_argument("--out", required=True, type=Path, help="directory for HOST.json")
+    evaluate.add_argument("--slurm-state", default="", help="the node's Slurm state (sinfo %%T)")
+    evaluate.add_argument("--slurm-reason", default="", help="the node's Slurm reason (sinfo %%E)")
     evaluate.set_defaults(func=cmd_evaluate)
+    skip = steps.add_parser("skip", help="record a node that was not probed, and why")
+    skip.add_argument("--cluster", required=True, type=Path, help="cluster file")
+    skip.add_argument("--host", required=True, help="node name as in the cluster file")
+    skip.add_argument("--why", required=True, help="why it was not probed (e.g. the jobs it runs)")
+    skip.add_argument("--out", required=True, type=Path, help="directory for HOST.json")
+    skip.set_defaults(func=cmd_skip)
     summarize = steps.add_parser("summarize", help="summarize the node reports of a directory")
     summarize.add_argument("--reports", required=True, type=Path, help="directory of node reports")
     summarize.set_defaults(func=cmd_summarize)
@@ -51,11 +61,25 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     """Write OUT/HOST.json and print the one-line verdict the acceptance playbook reads."""
     cluster = load_cluster_file(args.cluster).cluster
     try:
-        verdict = evaluate(cluster, args.host, args.observations, args.out)
+        verdict = evaluate(
+            cluster, args.host, args.observations, args.out, state=args.slurm_state, reason=args.slurm_reason
+        )
     except AcceptInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     print(json.dumps(verdict))
+    return exit_codes.OK
+
+
+def cmd_skip(args: argparse.Namespace) -> int:
+    """Write OUT/HOST.json for a node left unprobed (it runs jobs): no verdict, nothing changes in Slurm."""
+    cluster = load_cluster_file(args.cluster).cluster
+    try:
+        _write(args.out, args.host, skipped_report(declared_for(cluster, args.host), args.why))
+    except AcceptInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    print(json.dumps({"host": args.host, "skipped": args.why}))
     return exit_codes.OK
 
 
@@ -70,10 +94,29 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     return exit_codes.OK
 
 
-def evaluate(cluster: Cluster, host: str, observations_file: Path, out: Path) -> dict[str, object]:
-    """Write OUT/HOST.json and return the one-line result {host, passed, drain_reason}."""
+def evaluate(
+    cluster: Cluster, host: str, observations_file: Path, out: Path, *, state: str = "", reason: str = ""
+) -> dict[str, object]:
+    """Write OUT/HOST.json; return {host, passed, drain_reason}, plus the admission given a Slurm state.
+
+    The admission (gpucluster.accept.admission) adds {action: resume|drain|keep|none, why, reason}.
+    """
     declared = declared_for(cluster, host)
     report = node_report(declared, run_checks(declared, load_observations(observations_file)))
+    line: dict[str, object] = {
+        "host": host,
+        "passed": report["passed"],
+        "drain_reason": report["drain_reason"],
+    }
+    if state:
+        decided = admission(bool(report["passed"]), report["drain_reason"], state, reason)
+        report["admission"] = decided.why
+        line.update(action=decided.action, why=decided.why, reason=decided.reason)
+    _write(out, host, report)
+    return line
+
+
+def _write(out: Path, host: str, report: dict[str, object]) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{host}.json").write_text(
@@ -81,7 +124,6 @@ def evaluate(cluster: Cluster, host: str, observations_file: Path, out: Path) ->
         )
     except OSError as exc:
         raise AcceptInputError(f"{out}: cannot write the report: {exc.strerror}") from None
-    return {"host": host, "passed": report["passed"], "drain_reason": report["drain_reason"]}
 
 
 def summarize(directory: Path) -> str:

@@ -52,6 +52,21 @@ def node_report(
     }
 
 
+def skipped_report(declared: Declared, why: str, timestamp: datetime | None = None) -> dict[str, Any]:
+    """The JSON report of a node that was not probed (it runs jobs): not passed, no checks."""
+    when = (timestamp or datetime.now(UTC)).isoformat(timespec="seconds")
+    return {
+        "cluster": declared.cluster,
+        "host": declared.host,
+        "profile": declared.profile,
+        "timestamp": when,
+        "passed": False,
+        "skipped": why,
+        "checks": [],
+        "drain_reason": None,
+    }
+
+
 def _read_report(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -84,16 +99,20 @@ def summary(reports: list[dict[str, Any]]) -> dict[str, Any]:
             "passed": bool(r["passed"]),
             "failed_checks": [c["name"] for c in r["checks"] if c.get("status") == "fail"],
             "drain_reason": r.get("drain_reason"),
+            "skipped": r.get("skipped"),
+            "admission": r.get("admission"),
         }
         for r in reports
     ]
     passed = sum(1 for n in nodes if n["passed"])
+    skipped = sum(1 for n in nodes if n["skipped"])
     clusters = sorted({str(r.get("cluster", "")) for r in reports})
     return {
         "clusters": clusters,
         "nodes": len(nodes),
         "passed": passed,
-        "failed": len(nodes) - passed,
+        "failed": len(nodes) - passed - skipped,
+        "skipped": skipped,
         "hosts": nodes,
     }
 
@@ -101,12 +120,18 @@ def summary(reports: list[dict[str, Any]]) -> dict[str, Any]:
 def summary_markdown(data: dict[str, Any]) -> str:
     """The summary as a Markdown table: host | passed | failed checks."""
     lines = [
-        f"Acceptance: {data['passed']} of {data['nodes']} nodes passed ({', '.join(data['clusters'])}).",
+        f"Acceptance: {data['passed']} of {data['nodes']} nodes passed ({', '.join(data['clusters'])})"
+        + (f", {data['skipped']} skipped." if data.get("skipped") else "."),
         "",
         "| host | passed | failed checks |",
         "| --- | --- | --- |",
     ]
     for node in data["hosts"]:
         failed = ", ".join(f"`{name}`" for name in node["failed_checks"]) or "—"
-        lines.append(f"| {node['host']} | {'yes' if node['passed'] else 'no'} | {failed} |")
+        verdict = (
+            f"skipped: {node['skipped']}" if node.get("skipped") else ("yes" if node["passed"] else "no")
+        )
+        if node.get("admission") and " drained for its operator" in node["admission"]:
+            verdict += " (operator's drain kept)"
+        lines.append(f"| {node['host']} | {verdict} | {failed} |")
     return "\n".join(lines) + "\n"

@@ -216,7 +216,7 @@ def _playbook_argvs() -> dict[str, list[str]]:
 
 def test_the_acceptance_playbook_runs_the_one_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argvs = _playbook_argvs()
-    assert sorted(argvs) == ["evaluate", "summarize"]
+    assert sorted(argvs) == ["evaluate", "skip", "summarize"]
     for argv in argvs.values():
         assert argv[2:4] == ["gpucluster", "accept"], argv
     # The playbook's arguments, with its variables filled in, are what the CLI accepts.
@@ -224,9 +224,12 @@ def test_the_acceptance_playbook_runs_the_one_cli(tmp_path: Path, capsys: pytest
         "{{ gpucluster_cluster_file }}": str(EXAMPLE),
         "{{ inventory_hostname }}": "gpu-a01",
         "{{ accept_report_dir }}": str(tmp_path),
+        "{{ __accept_state.stdout.split('|', 1) | first | trim | default('unknown', true) }}": "drained",
+        "{{ __accept_state.stdout.split('|', 1)[1:] | join | trim }}": "gpucluster accept: awaiting",
+        "runs job(s) {{ accept_busy_jobs | join(',') }}; not probed": "runs job(s) 7; not probed",
     }
     shutil.copy(TESTRACK_OBS, tmp_path / "gpu-a01.observations.json")
-    for verb in ("evaluate", "summarize"):
+    for verb in ("evaluate", "skip", "summarize"):
         args = [values.get(a, a) for a in argvs[verb][4:]]
         args = [
             a.replace("{{ accept_report_dir }}/{{ inventory_hostname }}", f"{tmp_path}/gpu-a01") for a in args

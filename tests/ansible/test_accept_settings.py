@@ -25,7 +25,9 @@ BIN = Path(sys.executable).parent
 PLAYBOOK = ROOT / "ansible" / "playbooks" / "accept.yml"
 NCCL_TESTS = Path("/opt/nccl-tests/build/all_reduce_perf")
 # Everything accept.yml may call by name, including what it delegates to the Slurm controller.
-STUBBED = ("nvidia-smi", "dcgmi", "systemctl", "ibstat", "lsmod", "lspci", "sinfo", "scontrol", "sudo")
+STUBBED = ("nvidia-smi", "dcgmi", "systemctl", "ibstat", "lsmod", "lspci", "scontrol", "sudo")
+# What the controller answers for an idle node in service: no jobs, state idle, no reason.
+SLURM_ANSWERS = {"squeue": "", "sinfo": "idle|none"}
 
 
 def _stubs(tmp_path: Path) -> tuple[dict[str, str], Path]:
@@ -35,6 +37,10 @@ def _stubs(tmp_path: Path) -> tuple[dict[str, str], Path]:
     for name in STUBBED:
         stub = stubs / name
         stub.write_text(f'#!/bin/sh\necho "{name} $*" >> "{ran}"\necho "{name}: stub" >&2\nexit 127\n')
+        stub.chmod(0o755)
+    for name, answer in SLURM_ANSWERS.items():
+        stub = stubs / name
+        stub.write_text(f'#!/bin/sh\necho "{name} $*" >> "{ran}"\nprintf "%s" "{answer}"\n')
         stub.chmod(0o755)
     env = {**os.environ, "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}", "ANSIBLE_NOCOLOR": "1"}
     return env, ran
@@ -92,7 +98,8 @@ def test_probes_use_the_profile_dcgm_level_and_nccl_size(tmp_path: Path) -> None
     assert commands["nccl_single"]["cmd"] == f"{NCCL_TESTS} -b 4G -e 4G -f 2 -g 8"
     ran = (tmp_path / "ran.log").read_text().splitlines()
     assert "dcgmi diag -r 3 -j" in ran
-    assert not [line for line in ran if line.split()[0] in ("sinfo", "scontrol", "sudo")]
+    assert not [line for line in ran if line.split()[0] in ("scontrol", "sudo")]  # nothing changes in Slurm
+    assert "squeue --noheader --nodelist=gpu-a01 --format=%A" in ran  # a node with jobs is not probed
     assert load_observations(saved).get("dcgm_diag") is not None  # the contract takes the extra `cmd`
 
 

@@ -90,6 +90,10 @@ def boot(node: Node, *, fresh_clock: bool = False, capabilities: tuple[str, ...]
     nspawn = (
         f"exec {clock}systemd-nspawn --boot --register=no --keep-unit --console=passive "
         f"--machine={node.name} --directory={node.root} "
+        # A host's PID 1 may raise the locked-memory limit for units (slurmd's LimitMEMLOCK=infinity); a
+        # container cannot go past the hard limit it starts with. Where this machine itself lacks
+        # CAP_SYS_RESOURCE (the dev machine does), nspawn cannot raise it either and nodes keep 8 MiB.
+        "--rlimit=RLIMIT_MEMLOCK=infinity "
         + "".join(f"--capability={c} " for c in capabilities)
         + f"--network-namespace-path=/run/netns/{node_ns(node.rack, node.name)}"
     )

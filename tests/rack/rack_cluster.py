@@ -28,6 +28,9 @@ def rack_cluster_file(rack: str, hosts: list[tuple[str, str]], gpus_per_node: in
         },
         "onprem": {
             "management_cidr": "10.77.0.0/24",
+            # chrony cannot set the clock inside nspawn (its unit's ConditionCapability=CAP_SYS_TIME
+            # keeps it stopped), so these sources are written but never asked.
+            "time_servers": [controller_address],
             "profiles": {
                 "testnode": {
                     "gpus": {"model": "h100-sxm", "count": gpus_per_node},

@@ -63,7 +63,7 @@ def test_partition_change_is_reconfigure_only(reviewed: Reviewed) -> None:
     ), rows
     assert not any("restart" in r and "no restart" not in r for r in rows), rows
     assert "-PartitionName=cloud Nodes=p5-od-[1-4],p5-spot-[1-8] Default=NO MaxTime=2-00:00:00 DefCpu" in md
-    assert "+PartitionName=cloud Nodes=p5-od-[1-4],p5-spot-[1-8] Default=NO MaxTime=1-00:00:00 State=UP" in md
+    assert "+PartitionName=cloud Nodes=p5-od-[1-4],p5-spot-[1-8] Default=NO MaxTime=1-00:00:00 DefCpu" in md
     assert "data-loss" not in md
 
 

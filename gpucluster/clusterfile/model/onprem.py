@@ -103,6 +103,10 @@ class OnPrem(Strict):
     ipoib_cidr: IPv4Network | None = None
     subnet_manager: HostName | None = None  # host that runs opensm; None when the switches run one
     package_mirror: Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$")] | None = None
+    # NTP servers every rack host's chrony uses (munge needs clocks in sync); empty: the OS's defaults.
+    time_servers: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9.:-]+$")]] = Field(
+        default_factory=list
+    )
     profiles: dict[Name, HardwareProfile] = Field(default_factory=dict)
     service_hosts: list[ServiceHost] = Field(default_factory=list)
     racks: list[Rack] = Field(default_factory=list)
