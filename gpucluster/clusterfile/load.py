@@ -12,6 +12,7 @@ from gpucluster.clusterfile.checks import run_checks
 from gpucluster.clusterfile.findings import ClusterFileError, Finding
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.pydantic_errors import findings_from
+from gpucluster.clusterfile.stand_in import cross_field_findings
 from gpucluster.clusterfile.yaml_limits import MAX_BYTES, LimitError, too_large
 from gpucluster.clusterfile.yaml_positions import line_of, parse
 
@@ -82,6 +83,7 @@ def load_text(text: str, source: str = "<string>") -> Loaded:
         cluster = Cluster.model_validate(data)
     except ValidationError as exc:
         found = findings_from(exc, data, Cluster)
+        found += [f for f in cross_field_findings(exc, data) if f not in found]
         raise ClusterFileError([f.located(source, line_of(f.path, lines)) for f in found]) from None
     placed = [f.located(source, line_of(f.path, lines)) for f in run_checks(cluster)]
     errors = [f for f in placed if f.level == "error"]
