@@ -1,6 +1,7 @@
 """Validate+render time of the example vs a generated 1,000-node cluster, in one process.
 
 Prints both figures and the ratio. Target (issue 2): the 1,000-node file renders in < 2 s.
+Also times the rejection of a 100 kB file of nested aliases ("billion laughs"). Target: < 1 s.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpucluster.clusterfile import load, node_groups  # noqa: E402
+from gpucluster.clusterfile import ClusterFileError, load, node_groups  # noqa: E402
 from gpucluster.render.output import render_all  # noqa: E402
 
 RUNS = 5
@@ -58,6 +59,29 @@ def time_validate_and_render(path: Path) -> tuple[float, int]:
     return statistics.median(times), files
 
 
+def nested_aliases(size_bytes: int) -> str:
+    """About size_bytes of YAML: nine levels of ten nested aliases, then lines of forty `*l9`."""
+    lines = ["apiVersion: gpucluster/v1", "kind: Cluster", "name: lol", 'l0: &l0 ["lol"]']
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    while sum(len(line) + 1 for line in lines) < size_bytes:
+        lines.append(f"x{len(lines)}: [" + ", ".join(["*l9"] * 40) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def time_rejection(path: Path) -> float:
+    """Median seconds until load() refuses path (it must refuse it)."""
+    times = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        try:
+            load(path)
+        except ClusterFileError:
+            times.append(time.perf_counter() - start)
+        else:
+            raise SystemExit(f"{path}: loaded, but it should have been refused")
+    return statistics.median(times)
+
+
 def main() -> None:
     """Run both cases and print the figures."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,11 +90,18 @@ def main() -> None:
         count = sum(len(g.hosts) for g in node_groups(load(big).cluster))
         base, base_files = time_validate_and_render(ROOT / "clusters" / "example.yaml")
         large, large_files = time_validate_and_render(big)
+        hostile = Path(tmp) / "lol.yaml"
+        hostile.write_text(nested_aliases(100_000))
+        refused, hostile_kb = time_rejection(hostile), hostile.stat().st_size // 1000
     print(f"example.yaml        validate+render: {base * 1000:8.1f} ms  ({base_files} files)")
     print(f"{count}-node cluster   validate+render: {large * 1000:8.1f} ms  ({large_files} files)")
     print(
         f"ratio large/example: {large / base:.1f}x   target: {count}-node render < 2000 ms -> "
         f"{'met' if large < 2.0 else 'MISSED'}"
+    )
+    print(
+        f"{hostile_kb} kB nested aliases  refused in: {refused * 1000:8.1f} ms   "
+        f"target: < 1000 ms -> {'met' if refused < 1.0 else 'MISSED'}"
     )
 
 

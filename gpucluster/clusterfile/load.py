@@ -12,6 +12,8 @@ from gpucluster.clusterfile.checks import run_checks
 from gpucluster.clusterfile.findings import ClusterFileError, Finding
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.pydantic_errors import findings_from
+from gpucluster.clusterfile.stand_in import cross_field_findings
+from gpucluster.clusterfile.yaml_limits import MAX_BYTES, LimitError, too_large
 from gpucluster.clusterfile.yaml_positions import line_of, parse
 
 DEFAULT_CLUSTER_FILE = "clusters/example.yaml"
@@ -30,6 +32,9 @@ def load(path: str | FsPath) -> Loaded:
     """Load and validate a cluster file; raise ClusterFileError with every problem found."""
     source = str(path)
     try:
+        size_bytes = FsPath(path).stat().st_size
+        if size_bytes > MAX_BYTES:  # refused unread: a huge file is no cluster file
+            raise ClusterFileError([too_large(size_bytes).located(source, 1)])
         text = FsPath(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -60,6 +65,8 @@ def load_text(text: str, source: str = "<string>") -> Loaded:
                 ).located(source, line)
             ]
         ) from None
+    except LimitError as exc:
+        raise ClusterFileError([exc.finding.located(source, exc.finding.line)]) from None
     if duplicates:
         raise ClusterFileError([f.located(source, f.line) for f in duplicates])
     if not isinstance(data, dict):
@@ -76,6 +83,7 @@ def load_text(text: str, source: str = "<string>") -> Loaded:
         cluster = Cluster.model_validate(data)
     except ValidationError as exc:
         found = findings_from(exc, data, Cluster)
+        found += [f for f in cross_field_findings(exc, data) if f not in found]
         raise ClusterFileError([f.located(source, line_of(f.path, lines)) for f in found]) from None
     placed = [f.located(source, line_of(f.path, lines)) for f in run_checks(cluster)]
     errors = [f for f in placed if f.level == "error"]

@@ -8,6 +8,7 @@ import typing
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from gpucluster.clusterfile.findings import Finding, Path
@@ -33,6 +34,24 @@ _HINTS = {
 def findings_from(error: ValidationError, data: Any, model: type[BaseModel]) -> list[Finding]:
     """One finding per pydantic error, with the path as written in the file and a hint."""
     return [_finding(detail, data, model) for detail in error.errors(include_url=False)]
+
+
+def broken_paths(error: ValidationError, data: Any) -> list[tuple[str, Path]]:
+    """(pydantic error type, path as written in the file) of each error."""
+    return [(detail["type"], _data_path(detail["loc"], data)) for detail in error.errors(include_url=False)]
+
+
+def field_at(model: type[BaseModel], path: Path) -> FieldInfo | None:
+    """The model field a path of the file names (`aws.capacity[0].market`), or None."""
+    if not path or not isinstance(path[-1], str):
+        return None
+    annotation: Any = model
+    for part in path[:-1]:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return None
+    target = _model_in(annotation)
+    return target.model_fields.get(path[-1]) if target else None
 
 
 def _finding(detail: ErrorDetails, data: Any, model: type[BaseModel]) -> Finding:

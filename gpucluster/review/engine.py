@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,10 +65,10 @@ def review(
     results: list[ClusterReview] = []
     if files:
         with gitrepo.tree_at(root, base_id) as base_tree, gitrepo.tree_at(root, head_id) as head_tree:
-            results = [
-                _one(f, base_tree, head_tree, root / "node_modules", cache, ansible_paths=ansible_paths)
-                for f in files
-            ]
+            trees = (base_tree, head_tree)
+            sides = (f"the base ({base})", f"the head ({head or 'work tree'})")
+            modules = root / "node_modules"
+            results = [_one(f, trees, sides, modules, cache, ansible_paths=ansible_paths) for f in files]
     return Review(base=base, head=head or "work tree", clusters=[r for r in results if _changed(r)])
 
 
@@ -78,17 +78,18 @@ def _changed(r: ClusterReview) -> bool:
 
 def _one(
     cluster_file: str,
-    base_tree: Path,
-    head_tree: Path,
+    trees: tuple[Path, Path],
+    sides: tuple[str, str],
     node_modules: Path,
     cache: Path,
     *,
     ansible_paths: list[str],
 ) -> ClusterReview:
+    base_tree, head_tree = trees
     with ThreadPoolExecutor(max_workers=4) as pool:
         synths = pool.submit(synth_both, base_tree, head_tree, cluster_file, cache_dir=cache)
-        snaps = [pool.submit(take, t, cluster_file) for t in (base_tree, head_tree)]
-        base_snap, head_snap = snaps[0].result(), snaps[1].result()
+        snaps = [pool.submit(take, t, cluster_file, s) for t, s in zip(trees, sides, strict=True)]
+        base_snap, head_snap = _both(snaps)
         base_synth, head_synth = synths.result()
     if not (base_snap.exists or head_snap.exists):
         raise ReviewError(f"{cluster_file}: no such cluster file in the base or the head; check --cluster")
@@ -107,6 +108,15 @@ def _one(
         cost_after_usd=_cost(head_snap),
         synth_errors=[e for e in (head_synth.error,) if e],
     )
+
+
+def _both(snaps: list[Future[Snapshot]]) -> tuple[Snapshot, Snapshot]:
+    """Base and head snapshots; a cluster file refused on either side, or both, is one ReviewError."""
+    failures = [f.exception() for f in snaps]
+    refused = [e for e in failures if isinstance(e, ReviewError)]
+    if refused:
+        raise ReviewError("\n".join(str(e) for e in refused))
+    return snaps[0].result(), snaps[1].result()
 
 
 def _cost(snap: Snapshot) -> float | None:

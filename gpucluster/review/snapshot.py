@@ -18,6 +18,7 @@ from gpucluster.review.errors import ReviewError
 # those from before the loader moved to gpucluster.clusterfile and the renderer to gpucluster.render/.
 _SCRIPT = """
 import json, sys
+BAD_FILE = 2
 try:
     from gpucluster.clusterfile import load
     from gpucluster.render.output import render_all, manifest
@@ -26,7 +27,13 @@ except ImportError:
     from gpucluster.render_output import render_all, manifest
 from gpucluster.cost.analysis import build_report
 path = sys.argv[1]
-cluster = load(path).cluster
+try:
+    cluster = load(path).cluster
+except Exception as exc:  # ClusterFileError here, SpecError in older trees: both carry located findings
+    if not hasattr(exc, "findings"):
+        raise
+    print(exc, file=sys.stderr)
+    sys.exit(BAD_FILE)
 files = render_all(cluster, path)
 try:
     cost = build_report(cluster, path).monthly_total_usd
@@ -56,11 +63,16 @@ class Snapshot:
     ansible_groups: dict[str, list[str]] = field(default_factory=dict)  # inventory group → hosts
 
 
+_BAD_FILE = 2  # the script's exit status for a cluster file the loader refuses
 EMPTY = Snapshot(exists=False, model={}, files={}, hosts={}, monthly_usd=None)
 
 
-def take(tree: Path, cluster_file: str) -> Snapshot:
-    """Load, render and cost cluster_file with the code in tree; a load error is bad input."""
+def take(tree: Path, cluster_file: str, side: str = "the tree") -> Snapshot:
+    """Load, render and cost cluster_file with the code in tree; a load error is bad input.
+
+    A file the loader refuses is reported with the loader's own located lines (`FILE:LINE: path: …`),
+    one per problem, under a line that names the side (`the base (origin/main)`).
+    """
     if not (tree / cluster_file).is_file():
         return EMPTY
     result = subprocess.run(
@@ -70,6 +82,8 @@ def take(tree: Path, cluster_file: str) -> Snapshot:
         text=True,
         check=False,
     )
+    if result.returncode == _BAD_FILE:
+        raise ReviewError(f"{cluster_file} in {side}: not a usable cluster file:\n{result.stderr.strip()}")
     if result.returncode != 0:
         raise ReviewError(f"{cluster_file} at {tree}: cannot load or render:\n{_tail(result.stderr)}")
     data = json.loads(result.stdout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from ansible.errors import AnsibleParserError
@@ -14,15 +15,21 @@ DOCUMENTATION = r"""
     name: cluster_file
     short_description: Hosts, groups and role variables from a gpucluster cluster file
     description:
-      - "Recognises a YAML file with C(apiVersion: gpucluster/v1) and C(kind: Cluster)."
+      - "Recognises a YAML file whose first 4 kB say C(apiVersion: gpucluster/...), or C(kind: Cluster) and no
+        other apiVersion."
       - "Loads it through gpucluster.clusterfile (the project's only reader) and yields the on-prem hosts with
         C(ansible_host), groups per site, rack, hardware profile and Slurm role, and the role variables."
+      - "A file that says it is a cluster file (either marker, even misspelt or misplaced) and cannot be
+        loaded ends the run with exit status 2 and one C(FILE:LINE: path: problem; hint) line per problem,
+        the messages of C(gpucluster validate)."
 """
 
-_MARKERS = (
-    re.compile(r"^apiVersion:\s*['\"]?gpucluster/v1", re.M),
-    re.compile(r"^kind:\s*['\"]?Cluster", re.M),
-)
+# A marker claims the file also when the rest is wrong (apiVersion gpucluster/v2, kind Clusters, a list
+# at the top): such a file is a cluster file with a mistake, which only this plugin can explain. `kind:
+# Cluster` alone counts only without another apiVersion (a kind or Cluster API file is not ours).
+_API_VERSION = re.compile(r"^[ \t-]*apiVersion:\s*['\"]?gpucluster/", re.M)
+_ANY_API_VERSION = re.compile(r"^[ \t-]*apiVersion:", re.M)
+_KIND = re.compile(r"^[ \t-]*kind:\s*['\"]?Cluster", re.M)
 
 
 class InventoryModule(BaseInventoryPlugin):
@@ -31,14 +38,17 @@ class InventoryModule(BaseInventoryPlugin):
     NAME = "gpucluster.cluster.cluster_file"
 
     def verify_file(self, path: str) -> bool:
-        """Claim YAML files whose head says apiVersion gpucluster/v1 and kind Cluster."""
+        """Claim YAML files whose head says apiVersion gpucluster/… or kind Cluster."""
         if not super().verify_file(path) or not path.endswith((".yaml", ".yml")):
             return False
         try:
-            head = Path(path).read_text(encoding="utf-8")[:4096]
+            with Path(path).open("rb") as stream:  # the head only: the file may be huge or not text
+                head = stream.read(4096).decode("utf-8", errors="replace")
         except OSError:
             return False
-        return all(marker.search(head) for marker in _MARKERS)
+        if _API_VERSION.search(head):
+            return True
+        return bool(_KIND.search(head)) and not _ANY_API_VERSION.search(head)
 
     def parse(self, inventory, loader, path, cache=True):  # type: ignore[no-untyped-def]
         """Load the cluster and add its hosts, groups and variables."""
@@ -50,7 +60,11 @@ class InventoryModule(BaseInventoryPlugin):
         try:
             loaded = load(path)
         except ClusterFileError as exc:
-            raise AnsibleParserError(str(exc)) from None
+            # Ansible would show a failed source once per enabled plugin, each message twice, and exit 1.
+            # The file is a cluster file (verify_file), so no other plugin can read it: say what to fix,
+            # once per problem, and exit 2 like every other front door of the cluster file.
+            print(exc, file=sys.stderr)
+            raise SystemExit(2) from None
         result = cluster_inventory(loaded.cluster, str(Path(path).resolve()))
         for host, variables in result.hosts.items():
             self.inventory.add_host(host)
