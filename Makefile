@@ -7,8 +7,9 @@ BIN := $(VENV)/bin
 CLUSTER ?= clusters/example.yaml
 CHECKOV_VENV := .venv-checkov
 export CDK_DISABLE_CLI_TELEMETRY := true
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
-export PATH := $(CURDIR)/$(BIN):$(PATH)
+# The venv, then the Node LTS that package.json pins (npm ci links it here): npx cdk, the CDK app's
+# jsii runtime and the in-process synths of the test suite all run on it, so no end-of-life banner.
+export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 
 RACK_DEBS := mmdebstrap systemd-container apt-cacher-ng socat iproute2 openssh-client
 N ?= 4

@@ -26,7 +26,6 @@ def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(
         CDK_DISABLE_CLI_TELEMETRY="true",
-        JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20",
         PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
     )
     return env

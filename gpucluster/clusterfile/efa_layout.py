@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpucluster.clusterfile.catalog.hardware import InstanceType
+from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES, InstanceType
 from gpucluster.clusterfile.model.aws import CapacityGroup, EfaInterface
 
 _EFA_TYPES = ("efa", "efa-only")
@@ -58,3 +58,27 @@ def layout_problems(interfaces: list[EfaInterface], itype: InstanceType) -> list
     elif primary[0].type == "efa-only":
         problems.append("network card 0 device 0 is the primary interface and cannot be efa-only")
     return problems
+
+
+def launch_types(group: CapacityGroup) -> list[str]:
+    """Every instance type a group's launch template may start: the primary, then the fallbacks."""
+    return list(dict.fromkeys([group.instance_type, *group.fallback_instance_types]))
+
+
+def group_layout_problems(group: CapacityGroup) -> dict[str, list[str]]:
+    """Per instance type the group may launch, what is wrong with its launch template's layout there.
+
+    One launch template serves every type of a group, laid out for the primary type; the rule
+    GpuCluster-EfaLayout applies `layout_problems` to the synthesized template the same way.
+    Types missing from the catalog are left to the catalog check.
+    """
+    primary = INSTANCE_TYPES.get(group.instance_type)
+    if primary is None or not group.efa:
+        return {}
+    interfaces = interfaces_for(group, primary)
+    found = {
+        name: layout_problems(interfaces, INSTANCE_TYPES[name])
+        for name in launch_types(group)
+        if name in INSTANCE_TYPES
+    }
+    return {name: problems for name, problems in found.items() if problems}

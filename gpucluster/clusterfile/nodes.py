@@ -6,7 +6,14 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Literal
 
-from gpucluster.clusterfile.catalog.hardware import FABRICS, GPU_MODELS, INSTANCE_TYPES, Fabric, GpuModel
+from gpucluster.clusterfile.catalog.hardware import (
+    FABRICS,
+    GPU_MODELS,
+    INSTANCE_TYPES,
+    Fabric,
+    GpuModel,
+    InstanceType,
+)
 from gpucluster.clusterfile.hostlist import expand
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.aws import CapacityGroup
@@ -52,6 +59,7 @@ class NodeGroup:
     nvswitch: bool
     profile: str  # hardware profile name, or the instance type for AWS groups
     hardware_profile: HardwareProfile | None  # the rack's profile; None for AWS capacity groups
+    gpu_typed: bool = True  # False: a cloud group that declares mixed GPU models; Slurm sees gpu:N only
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -139,7 +147,26 @@ def _cloud_group(group: CapacityGroup) -> NodeGroup:
         nvswitch=itype.gpu_count == 8,
         profile=group.instance_type,
         hardware_profile=None,
+        gpu_typed=not group.mixed_gpus,
     )
+
+
+def node_line_differences(primary: InstanceType, other: InstanceType, *, gpu_model: bool = True) -> list[str]:
+    """What of a capacity group's Slurm node line (drawn from `primary`) would be false for `other`.
+
+    With `gpu_model` False (a group that declares mixed GPUs) the GPU model and its memory may differ.
+    """
+    mine, theirs = GPU_MODELS[primary.gpu], GPU_MODELS[other.gpu]
+    compared = [
+        ("GPU model", mine.name, theirs.name, gpu_model),
+        ("GPU memory", f"{mine.memory_gib} GiB", f"{theirs.memory_gib} GiB", gpu_model),
+        ("GPU count", primary.gpu_count, other.gpu_count, True),
+        ("sockets", primary.sockets, other.sockets, True),
+        ("cores per socket", primary.cores_per_socket, other.cores_per_socket, True),
+        ("threads per core", primary.threads_per_core, other.threads_per_core, True),
+        ("memory", f"{primary.memory_gib} GiB", f"{other.memory_gib} GiB", True),
+    ]
+    return [f"{what} {b} (not {a})" for what, a, b, checked in compared if checked and a != b]
 
 
 def group_of_host(cluster: Cluster, host: str) -> NodeGroup | None:

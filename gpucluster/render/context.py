@@ -28,6 +28,7 @@ class NodeLine:
     group: NodeGroup
     hostlist: str
     gres: str
+    gres_type: str  # "" for a group of mixed GPU models: gres.conf then names no Type either
     features: str
     cloud: bool
     weight: int  # Slurm fills lower weights first: racks, then paid-for blocks, spot, on-demand
@@ -116,9 +117,14 @@ WEIGHTS: Final = {"onprem": 1, "capacity-block": 10, "spot": 50, "on-demand": 10
 
 
 def _node_line(group: NodeGroup, market: str) -> NodeLine:
-    gres = f"gpu:{group.gpu.slurm_type}:{group.gpu_count}" if group.gpu_count else ""
-    features = ",".join([group.site, group.name, group.gpu.slurm_type])
-    return NodeLine(group, compress(list(group.hosts)), gres, features, group.site == "aws", WEIGHTS[market])
+    # A group that declares mixed GPU models says only what is true of every instance: gpu:N, no type
+    # and no model feature, so `--gres=gpu:h100` or `--constraint=h100` never lands on another model.
+    gres_type = group.gpu.slurm_type if group.gpu_typed else ""
+    gres = ":".join(str(p) for p in ("gpu", gres_type, group.gpu_count) if p) if group.gpu_count else ""
+    features = ",".join(f for f in (group.site, group.name, gres_type) if f)
+    return NodeLine(
+        group, compress(list(group.hosts)), gres, gres_type, features, group.site == "aws", WEIGHTS[market]
+    )
 
 
 def _power_lines(cluster: Cluster, groups: dict[str, NodeGroup]) -> PowerLines | None:

@@ -22,6 +22,8 @@ from gpucluster.review.validation import findings_in
 
 Template = dict[str, object]
 STAMP = ".gpucluster-review-complete"
+# Where `npm ci` links the Node LTS that package.json pins (node-<os>-<arch>), in this checkout.
+PINNED_NODE_BIN = Path(__file__).resolve().parents[2] / "node_modules" / ".bin"
 KEEP_OUT_DIRS = 8  # a base and a head for a few cluster files; older out dirs are pruned
 # Never let synth reach AWS: even dummy credentials make the app try STS.
 _AWS_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
@@ -75,15 +77,20 @@ def cdk_cli(node_modules: Path) -> list[str]:
     entry = node_modules / "aws-cdk" / "bin" / "cdk"
     if not entry.is_file():
         raise ReviewError(f"{entry}: the CDK CLI is not installed; run `make install` (npm ci) first")
-    return ["node", str(entry)]
+    node = node_modules / ".bin" / "node"
+    return [str(node) if node.is_file() else "node", str(entry)]
 
 
 def synth_env() -> dict[str, str]:
-    """The environment for an offline synth: no telemetry, no AWS credentials, this venv first."""
+    """The environment for an offline synth: no telemetry, no AWS credentials, this venv first.
+
+    Then the checkout's node_modules/.bin, as under `npx cdk`: the app's jsii runtime starts the Node
+    LTS that package.json pins (a supported Node, so jsii prints no end-of-life banner).
+    """
     env = {k: v for k, v in os.environ.items() if k not in _AWS_VARS}
     env["CDK_DISABLE_CLI_TELEMETRY"] = "true"
-    env["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = "20"
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    first = [str(Path(sys.executable).parent)] + ([str(PINNED_NODE_BIN)] if PINNED_NODE_BIN.is_dir() else [])
+    env["PATH"] = os.pathsep.join([*first, env.get("PATH", "")])
     return env
 
 

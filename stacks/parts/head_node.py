@@ -10,6 +10,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from gpucluster.clusterfile.model.aws import HeadNode as HeadNodeSpec
+from gpucluster.clusterfile.vpc_layout import usable_range
 from stacks.parts.acks import acknowledge
 
 ROOT_DEVICE = "/dev/sda1"
@@ -33,8 +34,7 @@ class HeadNode(Construct):
         security_group: ec2.ISecurityGroup,
     ) -> None:
         super().__init__(scope, id_)
-        # AWS reserves the first four and the last address of every subnet.
-        first, last = subnet_cidr.network_address + 4, subnet_cidr.broadcast_address - 1
+        first, last = usable_range(subnet_cidr)  # the same range `validate` checks
         if not first <= spec.address <= last:
             cdk.Annotations.of(self).add_error(
                 f"aws.head_node.address {spec.address} must be a usable address of the GPU subnet "

@@ -12,12 +12,19 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from gpucluster.clusterfile.model.aws import Vpn
+from gpucluster.clusterfile.vpc_layout import (
+    IMAGE_BUILD_SUBNET,
+    NAT_SUBNET,
+    SMALL_SUBNET_PREFIX,
+    gpu_subnet,
+    small_subnets,
+    vpc_problems,
+)
 from stacks.parts.acks import acknowledge
 from stacks.parts.encryption_key import EncryptionKey
 
 FLOW_LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 GPU_SUBNET = "gpu"
-IMAGE_BUILD_SUBNET = "image-build"
 
 
 class ClusterNetwork(Construct):
@@ -43,23 +50,33 @@ class ClusterNetwork(Construct):
         onprem_cidrs: Sequence[IPv4Network] = (),
     ) -> None:
         super().__init__(scope, id_)
+        # `validate` runs the same check; this guard keeps the construct honest when used on its own.
+        problems = vpc_problems(cidr, egress=egress, image_build=image_build)
+        if problems:
+            raise ValueError(f"aws.vpc_cidr: {'; '.join(problems)}")
         # The first half of the VPC, as allocated below: where fixed addresses must lie.
-        self.gpu_cidr = next(cidr.subnets(prefixlen_diff=1))
+        self.gpu_cidr = gpu_subnet(cidr)
         private_type = ec2.SubnetType.PRIVATE_WITH_EGRESS if egress else ec2.SubnetType.PRIVATE_ISOLATED
         subnets = [
             ec2.SubnetConfiguration(name=GPU_SUBNET, subnet_type=private_type, cidr_mask=cidr.prefixlen + 1)
         ]
-        build_subnet_needed = image_build and not egress
-        if egress or build_subnet_needed:
+        small = small_subnets(egress=egress, image_build=image_build)
+        build_subnet_needed = IMAGE_BUILD_SUBNET in small
+        if NAT_SUBNET in small:
             subnets.append(
                 ec2.SubnetConfiguration(
-                    name="nat", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=28, map_public_ip_on_launch=False
+                    name=NAT_SUBNET,
+                    subnet_type=ec2.SubnetType.PUBLIC,
+                    cidr_mask=SMALL_SUBNET_PREFIX,
+                    map_public_ip_on_launch=False,
                 )
             )
         if build_subnet_needed:
             subnets.append(
                 ec2.SubnetConfiguration(
-                    name=IMAGE_BUILD_SUBNET, subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=28
+                    name=IMAGE_BUILD_SUBNET,
+                    subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
+                    cidr_mask=SMALL_SUBNET_PREFIX,
                 )
             )
         vpn_connections = None

@@ -213,3 +213,20 @@ def test_per_gpu_defaults_and_fabric_spanning_from_the_cluster_file(example: Clu
         in files["slurm/slurm.conf"]
     )
     assert "SwitchName=root Switches=onprem-ib-ndr400,aws-efa-v2" in files["slurm/topology.conf"]
+
+
+def test_declared_gpu_mix_types_nothing_it_cannot_keep(example: Cluster) -> None:
+    # example.yaml's p5-spot may launch p5e.48xlarge (H200) for p5.48xlarge (H100) and declares the mix.
+    files = render(example, "onprem")
+    lines = {
+        line.split()[0]: line
+        for line in files["slurm/slurm.conf"].splitlines()
+        if line.startswith("NodeName=")
+    }
+    spot = lines["NodeName=p5-spot-[1-8]"]
+    assert " Gres=gpu:8 " in spot and "h100" not in spot and "h200" not in spot
+    assert " Feature=aws,p5-spot " in spot
+    assert " Gres=gpu:h100:8 Feature=aws,p5-od,h100 " in lines["NodeName=p5-od-[1-4]"]
+    gres = files["slurm/gres.conf"]
+    assert "NodeName=p5-spot-[1-8] Name=gpu File=/dev/nvidia[0-7]" in gres
+    assert "NodeName=p5-od-[1-4] Name=gpu Type=h100 File=/dev/nvidia[0-7]" in gres

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import tarfile
 from pathlib import Path
@@ -35,6 +36,14 @@ def test_review_reads_a_base_with_the_old_package_layout(tmp_path: Path) -> None
     git(repo, "commit", "-q", "-m", "old layout")
     copy_project(repo)  # the head: this checkout's code, in the work tree
     text = (repo / EXAMPLE).read_text()
+    # Since the base, a fallback of another GPU model must be declared (mixed_gpus), which changes the
+    # spot group's gres lines; keep that group's hardware as the base saw it (p5.48xlarge only).
+    text = re.sub(
+        r"\n(      #[^\n]*\n)*      fallback_instance_types: \[p5e\.48xlarge\]\n      mixed_gpus: true",
+        "",
+        text,
+    )
+    assert "mixed_gpus" not in text
     (repo / EXAMPLE).write_text(text.replace('max_time: "2-00:00:00"', 'max_time: "1-00:00:00"', 1))
     result = review(repo, "main", cache_dir=tmp_path / "cache")  # head: the work tree, new layout
     findings = [f for c in result.clusters for f in c.findings]

@@ -111,8 +111,7 @@ def test_app_exits_2_with_the_loader_message_on_a_bad_file(tmp_path: Path) -> No
         [sys.executable, "app.py"],
         cwd=ROOT,
         env={
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+            "PATH": f"{ROOT / 'node_modules' / '.bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
             "CDK_CONTEXT_JSON": json.dumps({"cluster": str(bad)}),
             "CDK_OUTDIR": str(tmp_path / "o"),
         },

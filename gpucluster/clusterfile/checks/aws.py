@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES, REGION_AZS
-from gpucluster.clusterfile.efa_layout import layout_problems
+from gpucluster.clusterfile.catalog.hardware import GPU_MODELS, INSTANCE_TYPES, REGION_AZS
+from gpucluster.clusterfile.efa_layout import group_layout_problems
 from gpucluster.clusterfile.findings import Finding
 from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.model.aws import CapacityGroup
+from gpucluster.clusterfile.nodes import node_line_differences
+from gpucluster.clusterfile.vpc_layout import gpu_subnet, usable_range, vpc_problems
 
 _CAP = ("aws", "capacity")
 
@@ -61,25 +64,57 @@ def instance_types_known(cluster: Cluster) -> Iterator[Finding]:
 
 
 def fallback_types_match(cluster: Cluster) -> Iterator[Finding]:
-    """Fallback types must carry the same GPU count; capacity blocks take exactly one type."""
+    """A group's Slurm node line must be true for every type it may launch; capacity blocks take one type.
+
+    Fallbacks must match the primary's GPU model, GPU memory, GPU count, CPUs and memory, unless the
+    group declares `mixed_gpus: true`: its line then names no GPU type, and only the model may differ.
+    """
     if not cluster.aws:
         return
     for index, group in enumerate(cluster.aws.capacity):
-        primary = INSTANCE_TYPES.get(group.instance_type)
         if group.fallback_instance_types and group.market == "capacity-block":
             yield Finding(
                 (*_CAP, index, "fallback_instance_types"),
                 "a capacity block reserves one instance type",
                 "remove fallback_instance_types from this group",
             )
-        for f_index, name in enumerate(group.fallback_instance_types):
-            other = INSTANCE_TYPES.get(name)
-            if primary and other and other.gpu_count != primary.gpu_count:
-                yield Finding(
-                    (*_CAP, index, "fallback_instance_types", f_index),
-                    f"{name} has {other.gpu_count} GPUs, {primary.name} has {primary.gpu_count}",
-                    "fallbacks must match Slurm's node line",
-                )
+        yield from _fallback_differences(index, group)
+        yield from _needless_mix(index, group)
+
+
+def _fallback_differences(index: int, group: CapacityGroup) -> Iterator[Finding]:
+    primary = INSTANCE_TYPES.get(group.instance_type)
+    for f_index, name in enumerate(group.fallback_instance_types):
+        other = INSTANCE_TYPES.get(name)
+        if primary is None or other is None:
+            continue  # unknown types: instance_types_known says so
+        differences = node_line_differences(primary, other, gpu_model=not group.mixed_gpus)
+        if not differences:
+            continue
+        gres = f"gpu:{GPU_MODELS[primary.gpu].slurm_type}:{primary.gpu_count}"
+        mix = (
+            ""
+            if group.mixed_gpus or primary.gpu_count != other.gpu_count
+            else (", or declare `mixed_gpus: true` (the line then says gpu:N with no GPU type)")
+        )
+        yield Finding(
+            (*_CAP, index, "fallback_instance_types", f_index),
+            f"{name} has {'; '.join(differences)}, so the group's Slurm line (from {primary.name}: "
+            f"{gres}) is false for it and jobs asking for {primary.name}'s hardware could land on it",
+            f"use a fallback with the same hardware, or give {name} its own capacity group{mix}",
+        )
+
+
+def _needless_mix(index: int, group: CapacityGroup) -> Iterator[Finding]:
+    types = [INSTANCE_TYPES.get(t) for t in (group.instance_type, *group.fallback_instance_types)]
+    models = {t.gpu for t in types if t is not None}
+    if group.mixed_gpus and len(models) == 1:
+        yield Finding(
+            (*_CAP, index, "mixed_gpus"),
+            "every instance type of this group has the same GPU model",
+            "remove mixed_gpus so the Slurm line names the GPU type jobs can ask for",
+            level="warning",
+        )
 
 
 def min_count_not_above_max(cluster: Cluster) -> Iterator[Finding]:
@@ -141,40 +176,67 @@ def reservation_fits_market(cluster: Cluster) -> Iterator[Finding]:
             )
 
 
-def efa_interfaces_cover_every_card(cluster: Cluster) -> Iterator[Finding]:
-    """An explicit EFA layout must put one EFA interface on every network card, as AWS documents."""
+def efa_layout_fits_every_type(cluster: Cluster) -> Iterator[Finding]:
+    """The launch template's EFA layout fits every instance type the group may launch.
+
+    One EFA interface on every network card, as AWS documents; synth's GpuCluster-EfaLayout rule
+    applies the same `layout_problems` to the synthesized launch template.
+    """
     if not cluster.aws:
         return
     for index, group in enumerate(cluster.aws.capacity):
-        itype = INSTANCE_TYPES.get(group.instance_type)
-        if group.efa_interfaces is None or itype is None or not group.efa:
-            continue
-        for problem in layout_problems(group.efa_interfaces, itype):
+        for name, problems in group_layout_problems(group).items():
+            if name == group.instance_type:
+                yield from (
+                    Finding(
+                        (*_CAP, index, "efa_interfaces"),
+                        problem,
+                        "one EFA interface per network card: card 0 device 0 (or 1 with an ENA "
+                        "primary), cards 1… device 1; or drop efa_interfaces to use efa_layout",
+                    )
+                    for problem in problems
+                )
+                continue
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             yield Finding(
-                (*_CAP, index, "efa_interfaces"),
-                problem,
-                "one EFA interface per network card: card 0 device 0 (or 1 with an ENA "
-                "primary), cards 1… device 1; or drop efa_interfaces to use efa_layout",
+                (*_CAP, index, "fallback_instance_types", group.fallback_instance_types.index(name)),
+                f"the launch template is laid out for {group.instance_type} "
+                f"({INSTANCE_TYPES[group.instance_type].network_cards} network cards): {problems[0]}{more}",
+                f"one launch template serves every type of a group: use fallbacks with the same network "
+                f"cards, or give {name} its own capacity group",
             )
 
 
 def head_node_inside_vpc(cluster: Cluster) -> Iterator[Finding]:
     """A cloud head node's fixed address must be a usable address of the GPU subnet.
 
-    The GPU subnet is the lower half of aws.vpc_cidr (stacks/parts/network.py); AWS reserves the
-    first four and the last address of every subnet:
-    https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html
+    The same range the head node construct checks at synth (gpucluster.clusterfile.vpc_layout).
     """
     if not cluster.aws or not cluster.aws.head_node:
         return
+    if vpc_problems(cluster.aws.vpc_cidr, egress=False, image_build=False):
+        return  # vpc_fits_its_subnets reports the VPC itself
     address = cluster.aws.head_node.address
-    subnet = next(cluster.aws.vpc_cidr.subnets(prefixlen_diff=1))
-    usable = address in subnet and 4 <= int(address) - int(subnet.network_address) < subnet.num_addresses - 1
-    if not usable:
+    subnet = gpu_subnet(cluster.aws.vpc_cidr)
+    first, last = usable_range(subnet)
+    if not first <= address <= last:
         yield Finding(
             ("aws", "head_node", "address"),
             f"{address} is not a usable address of the GPU subnet {subnet}",
-            f"use an address inside {subnet} past its first four (the lower half of aws.vpc_cidr)",
+            f"use an address from {first} to {last} (the lower half of aws.vpc_cidr past its first four)",
+        )
+
+
+def vpc_fits_its_subnets(cluster: Cluster) -> Iterator[Finding]:
+    """The VPC must be an allowed size with room for the GPU subnet and the small subnets beside it."""
+    if not cluster.aws:
+        return
+    aws = cluster.aws
+    for problem in vpc_problems(aws.vpc_cidr, egress=aws.egress, image_build=aws.builds_image):
+        yield Finding(
+            ("aws", "vpc_cidr"),
+            problem,
+            "use a larger VPC, e.g. a /16 to /24 (the GPU subnet is its lower half)",
         )
 
 

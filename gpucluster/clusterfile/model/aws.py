@@ -28,6 +28,13 @@ class CapacityGroup(Strict):
     name: Name
     instance_type: str  # checked against the catalog by a validator
     fallback_instance_types: list[str] = Field(default_factory=list)
+    mixed_gpus: bool = Field(
+        default=False,
+        description=(
+            "Fallback types may carry another GPU model: the group's Slurm line then names no GPU type "
+            "or model feature (gpu:8), so a job asking for one model never lands on the other."
+        ),
+    )
     market: Market = "on-demand"
     min_count: NonNegativeInt = 0
     max_count: PositiveInt
