@@ -101,6 +101,7 @@ def test_anchors_and_merge_keys_still_load() -> None:
       name: p5-spot
       instance_type: p5.48xlarge
       fallback_instance_types: [p5e.48xlarge]
+      mixed_gpus: true
       market: spot
       min_count: 0
       max_count: 8
