@@ -180,15 +180,19 @@ def test_every_host_runs_chrony_where_the_clock_may_be_set(rack: Rack) -> None:
 
 def test_sacct_lists_the_jobs_from_slurmdbd(rack: Rack) -> None:
     listing = ""
-    for _ in range(30):
+
+    def recorded() -> bool:
+        # Two printenv jobs ran (one without GPUs): wait for the one with two, not for the first.
+        return "hostname|COMPLETED" in listing and any(
+            line.startswith("printenv|COMPLETED") and "gres/gpu=2" in line for line in listing.splitlines()
+        )
+
+    for _ in range(60):
         listing = rack.ssh("ctl", "sacct -a -X -n -P -o JobName,State,AllocTRES")
-        if "printenv|COMPLETED" in listing:
+        if recorded():
             break
         time.sleep(1)
-    assert "hostname|COMPLETED" in listing
-    assert any(
-        line.startswith("printenv|COMPLETED") and "gres/gpu=2" in line for line in listing.splitlines()
-    )
+    assert recorded(), listing
 
 
 def test_utilization_from_real_sacct_output(rack: Rack) -> None:
