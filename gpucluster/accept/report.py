@@ -54,17 +54,7 @@ def node_report(
 
 def skipped_report(declared: Declared, why: str, timestamp: datetime | None = None) -> dict[str, Any]:
     """The JSON report of a node that was not probed (it runs jobs): not passed, no checks."""
-    when = (timestamp or datetime.now(UTC)).isoformat(timespec="seconds")
-    return {
-        "cluster": declared.cluster,
-        "host": declared.host,
-        "profile": declared.profile,
-        "timestamp": when,
-        "passed": False,
-        "skipped": why,
-        "checks": [],
-        "drain_reason": None,
-    }
+    return {**node_report(declared, [], timestamp), "passed": False, "skipped": why}
 
 
 def _read_report(path: Path) -> dict[str, Any]:
