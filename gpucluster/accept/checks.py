@@ -18,6 +18,7 @@ from gpucluster.accept.checks_gpu import (
 )
 from gpucluster.accept.checks_perf import dcgm_diag, nccl_multi_node, nccl_single_node
 from gpucluster.accept.declared import Declared
+from gpucluster.accept.fabric_finding import Finding
 from gpucluster.accept.observations import Observations
 from gpucluster.accept.observed import Observed, observe
 from gpucluster.accept.results import CheckResult
@@ -44,7 +45,9 @@ CHECKS: Final[tuple[Check, ...]] = (
 )
 
 
-def run_checks(declared: Declared, observations: Observations) -> list[CheckResult]:
-    """Compare one node's observations with what its profile declares; one result per check."""
-    observed = observe(observations)
+def run_checks(
+    declared: Declared, observations: Observations, fabric: Finding | None = None
+) -> list[CheckResult]:
+    """Compare one node's observations (and its fabric finding) with its profile; one result per check."""
+    observed = observe(observations, fabric)
     return [check(declared, observed) for check in CHECKS]

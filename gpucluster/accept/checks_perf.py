@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from gpucluster.accept.declared import Declared
 from gpucluster.accept.nccl_tests import GIB_BYTES, NcclResult
 from gpucluster.accept.observed import Observed, Parsed
 from gpucluster.accept.results import CheckResult, failed, skipped, verdict
+
+NOT_IN_FABRIC_TEST: Final = (
+    "the node was not in the fabric test (it takes idle nodes that passed every other check "
+    "and are not drained by an operator)"
+)
 
 
 def dcgm_diag(d: Declared, obs: Observed) -> CheckResult:
@@ -21,7 +28,8 @@ def dcgm_diag(d: Declared, obs: Observed) -> CheckResult:
     return verdict("dcgm_diag", diag.passed, expected, found)
 
 
-def _busbw(name: str, expected: str, min_gbs: float, run: Parsed[NcclResult]) -> CheckResult:
+def busbw_check(name: str, expected: str, min_gbs: float, run: Parsed[NcclResult]) -> CheckResult:
+    """Peak bus bandwidth at ≥ 1 GiB reaches `min_gbs`, with no data errors."""
     if run.value is None:
         return failed(name, expected, "no result", run.problem)
     if run.value.wrong:
@@ -37,14 +45,17 @@ def nccl_single_node(d: Declared, obs: Observed) -> CheckResult:
     if d.gpu_count == 0:
         return skipped("nccl_single_node", "the profile declares no GPUs")
     expected = f"all_reduce busbw ≥ {d.min_single_node_busbw_gbs:g} GB/s at ≥ 1 GiB on {d.gpu_count} GPUs"
-    return _busbw("nccl_single_node", expected, d.min_single_node_busbw_gbs, obs.nccl_single)
+    return busbw_check("nccl_single_node", expected, d.min_single_node_busbw_gbs, obs.nccl_single)
 
 
 def nccl_multi_node(d: Declared, obs: Observed) -> CheckResult:
-    """all_reduce across nodes reaches the fabric's bus bandwidth, when the rack test was run."""
+    """all_reduce across the tested nodes and with each ring neighbour reaches the fabric's bus bandwidth."""
     if d.min_multi_node_busbw_gbs is None:
         return skipped("nccl_multi_node", "the profile declares no HCAs")
-    if obs.nccl_multi is None:
-        return skipped("nccl_multi_node", "the multi-node test was not run")
-    expected = f"all_reduce busbw ≥ {d.min_multi_node_busbw_gbs:g} GB/s at ≥ 1 GiB across nodes"
-    return _busbw("nccl_multi_node", expected, d.min_multi_node_busbw_gbs, obs.nccl_multi)
+    finding = obs.fabric
+    if finding is None:
+        return skipped("nccl_multi_node", NOT_IN_FABRIC_TEST)
+    expected = f"all_reduce busbw ≥ {d.min_multi_node_busbw_gbs:g} GB/s across nodes"
+    if finding.status == "skip":
+        return skipped("nccl_multi_node", finding.found)
+    return verdict("nccl_multi_node", finding.status == "pass", expected, finding.found, finding.problem)

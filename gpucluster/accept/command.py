@@ -13,6 +13,7 @@ from pathlib import Path
 from gpucluster import exit_codes
 from gpucluster.accept.admission import admission
 from gpucluster.accept.checks import run_checks
+from gpucluster.accept.command_fabric import add_fabric_plan_verb, fabric_finding
 from gpucluster.accept.declared import declared_for
 from gpucluster.accept.errors import AcceptInputError
 from gpucluster.accept.observations import load_observations
@@ -37,7 +38,9 @@ def add_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    steps = accept.add_subparsers(dest="accept_verb", required=True, metavar="{evaluate,skip,summarize}")
+    steps = accept.add_subparsers(
+        dest="accept_verb", required=True, metavar="{evaluate,skip,fabric-plan,summarize}"
+    )
     evaluate = steps.add_parser("evaluate", help="check one node's observations against its profile")
     evaluate.add_argument("--cluster", required=True, type=Path, help="cluster file")
     evaluate.add_argument("--host", required=True, help="node name as in the cluster file")
@@ -45,6 +48,7 @@ def add_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     evaluate.add_argument("--out", required=True, type=Path, help="directory for HOST.json")
     evaluate.add_argument("--slurm-state", default="", help="the node's Slurm state (sinfo %%T)")
     evaluate.add_argument("--slurm-reason", default="", help="the node's Slurm reason (sinfo %%E)")
+    evaluate.add_argument("--fabric", type=Path, help="the fabric test's runs (judges nccl_multi_node)")
     evaluate.set_defaults(func=cmd_evaluate)
     skip = steps.add_parser("skip", help="record a node that was not probed, and why")
     skip.add_argument("--cluster", required=True, type=Path, help="cluster file")
@@ -52,6 +56,7 @@ def add_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     skip.add_argument("--why", required=True, help="why it was not probed (e.g. the jobs it runs)")
     skip.add_argument("--out", required=True, type=Path, help="directory for HOST.json")
     skip.set_defaults(func=cmd_skip)
+    add_fabric_plan_verb(steps)
     summarize = steps.add_parser("summarize", help="summarize the node reports of a directory")
     summarize.add_argument("--reports", required=True, type=Path, help="directory of node reports")
     summarize.set_defaults(func=cmd_summarize)
@@ -62,7 +67,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     cluster = load_cluster_file(args.cluster).cluster
     try:
         verdict = evaluate(
-            cluster, args.host, args.observations, args.out, state=args.slurm_state, reason=args.slurm_reason
+            cluster,
+            args.host,
+            args.observations,
+            args.out,
+            state=args.slurm_state,
+            reason=args.slurm_reason,
+            fabric=args.fabric,
         )
     except AcceptInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -95,14 +106,23 @@ def cmd_summarize(args: argparse.Namespace) -> int:
 
 
 def evaluate(
-    cluster: Cluster, host: str, observations_file: Path, out: Path, *, state: str = "", reason: str = ""
+    cluster: Cluster,
+    host: str,
+    observations_file: Path,
+    out: Path,
+    *,
+    state: str = "",
+    reason: str = "",
+    fabric: Path | None = None,
 ) -> dict[str, object]:
     """Write OUT/HOST.json; return {host, passed, drain_reason}, plus the admission given a Slurm state.
 
     The admission (gpucluster.accept.admission) adds {action: resume|drain|keep|none, why, reason}.
+    `fabric`: the fabric test's runs file, whose finding for the host judges nccl_multi_node.
     """
     declared = declared_for(cluster, host)
-    report = node_report(declared, run_checks(declared, load_observations(observations_file)))
+    finding = fabric_finding(cluster, host, fabric) if fabric else None
+    report = node_report(declared, run_checks(declared, load_observations(observations_file), finding))
     line: dict[str, object] = {
         "host": host,
         "passed": report["passed"],

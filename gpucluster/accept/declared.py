@@ -27,6 +27,7 @@ class Declared:
     gpudirect_rdma: bool
     driver_version: str
     dcgm_level: int
+    nccl_test_size: str  # all_reduce_perf -b/-e, e.g. "1G"
     min_single_node_busbw_gbs: float
     min_multi_node_busbw_gbs: float | None
     max_corrected_ecc_errors: int
@@ -57,6 +58,7 @@ def declared_for(cluster: Cluster, host: str) -> Declared:
         gpudirect_rdma=profile.hcas.gpudirect_rdma,
         driver_version=cluster.versions.nvidia_driver,
         dcgm_level=acceptance.dcgm_level,
+        nccl_test_size=acceptance.nccl_test_size,
         min_single_node_busbw_gbs=single_node_min_busbw_gbs(
             group.gpu.key, acceptance.min_single_node_busbw_gbs
         ),

@@ -17,11 +17,10 @@ NAME                what the playbook ran
 ``dcgm_diag``       ``dcgmi diag -r LEVEL -j``  (LEVEL = the profile's acceptance.dcgm_level)
 ``nccl_single``     ``all_reduce_perf -b SIZE -e SIZE -f 2 -g N``  (SIZE = acceptance.nccl_test_size,
                     N = the profile's GPU count)
-``nccl_multi``      optional: all_reduce_perf across the rack's nodes (mpirun/srun), if it was run
 
-A null value or rc 127 means the tool is not installed; a missing key is the same as null, except
-for ``nccl_multi``, where a missing key means "not run" and its check is skipped. Any other non-zero
-rc is a failed command: its checks fail with the command's own first line of output.
+A null value or rc 127 means the tool is not installed; a missing key is the same as null. Any other
+non-zero rc is a failed command: its checks fail with the command's own first line of output. The
+runs across nodes are not a node's: they have their own file (gpucluster.accept.fabric).
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ COMMANDS: Final = (
     "lspci_hca",
     "dcgm_diag",
     "nccl_single",
-    "nccl_multi",
 )
 NOT_INSTALLED_RC: Final = 127
 
@@ -74,10 +72,6 @@ class Observations:
     def get(self, name: str) -> CommandResult | None:
         """The result of command `name`, or None when it was not installed or not recorded."""
         return self.commands.get(name)
-
-    def recorded(self, name: str) -> bool:
-        """Whether the playbook recorded `name` at all (null included)."""
-        return name in self.commands
 
 
 def _command(name: str, value: Any) -> CommandResult | None:

@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 
 from gpucluster.accept.dcgm import DcgmDiag, parse_dcgm_diag
 from gpucluster.accept.errors import ParseError
+from gpucluster.accept.fabric_finding import Finding
 from gpucluster.accept.ibstat import ChannelAdapter, parse_ibstat
 from gpucluster.accept.lsmod import parse_lsmod
 from gpucluster.accept.lspci import PcieDevice, parse_lspci
@@ -34,7 +35,13 @@ def parse_command(
     `results_on_failure`: the tool exits non-zero when a test fails yet still prints its results
     (`dcgmi diag`, nccl-tests), so its output is read whatever the exit status.
     """
-    result = obs.get(name)
+    return parse_result(obs.get(name), tool, parser, results_on_failure=results_on_failure)
+
+
+def parse_result(
+    result: CommandResult | None, tool: str, parser: Callable[[str], T], *, results_on_failure: bool = False
+) -> Parsed[T]:
+    """Parse one command result as parse_command does (a fabric run has no node of its own)."""
     if result is None or not result.installed:
         return Parsed(None, f"{tool}: not installed")
     if result.rc != 0 and not results_on_failure:
@@ -59,10 +66,10 @@ class Observed:
     lspci: Parsed[list[PcieDevice]]
     dcgm: Parsed[DcgmDiag]
     nccl_single: Parsed[NcclResult]
-    nccl_multi: Parsed[NcclResult] | None  # None when the multi-node test was not run
+    fabric: Finding | None  # None when the node was not in the fabric test (gpucluster.accept.fabric)
 
 
-def observe(obs: Observations) -> Observed:
+def observe(obs: Observations, fabric: Finding | None = None) -> Observed:
     """Parse every command of the observations contract."""
     return Observed(
         smi=parse_command(obs, "nvidia_smi_xml", "nvidia-smi", parse_nvidia_smi_xml),
@@ -75,9 +82,5 @@ def observe(obs: Observations) -> Observed:
         nccl_single=parse_command(
             obs, "nccl_single", "all_reduce_perf", parse_nccl_tests, results_on_failure=True
         ),
-        nccl_multi=(
-            parse_command(obs, "nccl_multi", "all_reduce_perf", parse_nccl_tests, results_on_failure=True)
-            if obs.recorded("nccl_multi")
-            else None
-        ),
+        fabric=fabric,
     )

@@ -10,8 +10,10 @@ import pytest
 import yaml
 
 from gpucluster.accept.checks import CHECKS, run_checks
+from gpucluster.accept.checks_perf import NOT_IN_FABRIC_TEST
 from gpucluster.accept.declared import Declared, declared_for
 from gpucluster.accept.errors import AcceptInputError
+from gpucluster.accept.fabric_finding import Finding
 from gpucluster.accept.observations import Observations, observations_from
 from gpucluster.accept.results import CheckResult
 from gpucluster.clusterfile import Cluster, load_text
@@ -84,7 +86,7 @@ def test_declared_only_for_rack_nodes(example: Cluster, host: str) -> None:
 def test_healthy_node_passes(dgx: Declared) -> None:
     results = by_name(run_checks(dgx, node("healthy")))
     assert [n for n, r in results.items() if r.status != "pass"] == ["nccl_multi_node"]
-    assert results["nccl_multi_node"].message == "skipped: the multi-node test was not run"
+    assert results["nccl_multi_node"].message == f"skipped: {NOT_IN_FABRIC_TEST}"
     assert results["nccl_single_node"].found == "peak busbw 483.5 GB/s"
 
 
@@ -240,18 +242,22 @@ def test_wrong_model_driver_and_persistence(dgx: Declared) -> None:
     assert results["gpu_count"].status == "pass"
 
 
-def test_multi_node_and_data_errors(dgx: Declared) -> None:
-    multi = _ok("unhealthy/all_reduce_perf.txt")
-    results = by_name(run_checks(dgx, node("healthy", nccl_multi=multi)))
+def test_multi_node_from_the_fabric_finding_and_data_errors(dgx: Declared) -> None:
+    slow = Finding("fail", "bad node: every pair with it failed (a+b, b+c; peak busbw 179.51 GB/s)")
+    results = by_name(run_checks(dgx, node("healthy"), slow))
     assert results["nccl_multi_node"].message == (
-        "expected all_reduce busbw ≥ 320 GB/s at ≥ 1 GiB across nodes, found peak busbw 308.71 GB/s"
+        "expected all_reduce busbw ≥ 320 GB/s across nodes, "
+        "found bad node: every pair with it failed (a+b, b+c; peak busbw 179.51 GB/s)"
+    )
+    alone = Finding("skip", "no pair to test the fabric with")
+    assert by_name(run_checks(dgx, node("healthy"), alone))["nccl_multi_node"].message == (
+        "skipped: no pair to test the fabric with"
     )
     wrong = _ok("healthy/all_reduce_perf.txt")
     wrong["stdout"] = wrong["stdout"].replace("471.32      0", "471.32      5")
     wrong["rc"] = 1
-    results = by_name(run_checks(dgx, node("healthy", nccl_single=wrong, nccl_multi=None)))
+    results = by_name(run_checks(dgx, node("healthy", nccl_single=wrong)))
     assert results["nccl_single_node"].found == "5 wrong values (data corruption)"
-    assert results["nccl_multi_node"].message.endswith("(all_reduce_perf: not installed)")
 
 
 def test_profile_without_hcas_skips_the_infiniband_checks(dgx: Declared) -> None:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from gpucluster.accept.declared import declared_for
+from gpucluster.accept.fabric import FABRIC_OBSERVATIONS
 from gpucluster.accept.report import DRAIN_REASON_MAX_CHARS, drain_reason
 from gpucluster.accept.results import failed, passed
 from gpucluster.cli import main as cli_main
@@ -207,16 +208,19 @@ def _playbook_argvs() -> dict[str, list[str]]:
     """The gpucluster command lines of ansible/playbooks/accept.yml, keyed by sub-verb."""
     plays = yaml.safe_load((ROOT / "ansible" / "playbooks" / "accept.yml").read_text())
     argvs = {}
-    for task in (t for play in plays for t in play.get("tasks", [])):
+    tasks = [t for play in plays for t in play.get("tasks", [])]
+    tasks += [t for block in tasks for part in ("block", "rescue", "always") for t in block.get(part, [])]
+    for task in tasks:
         argv = (task.get("ansible.builtin.command") or {}).get("argv", [])
         if argv[:2] == ["{{ ansible_playbook_python }}", "-m"] and "gpucluster" in argv[2]:
-            argvs[argv[4] if argv[2:4] == ["gpucluster", "accept"] else argv[3]] = argv
+            verb = argv[4] if argv[2:4] == ["gpucluster", "accept"] else argv[3]
+            argvs[verb + (" --fabric" if "--fabric" in argv else "")] = argv
     return argvs
 
 
 def test_the_acceptance_playbook_runs_the_one_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argvs = _playbook_argvs()
-    assert sorted(argvs) == ["evaluate", "skip", "summarize"]
+    assert sorted(argvs) == ["evaluate", "evaluate --fabric", "fabric-plan", "skip", "summarize"]
     for argv in argvs.values():
         assert argv[2:4] == ["gpucluster", "accept"], argv
     # The playbook's arguments, with its variables filled in, are what the CLI accepts.
@@ -227,12 +231,23 @@ def test_the_acceptance_playbook_runs_the_one_cli(tmp_path: Path, capsys: pytest
         "{{ __accept_state.stdout.split('|', 1) | first | trim | default('unknown', true) }}": "drained",
         "{{ __accept_state.stdout.split('|', 1)[1:] | join | trim }}": "gpucluster accept: awaiting",
         "runs job(s) {{ accept_busy_jobs | join(',') }}; not probed": "runs job(s) 7; not probed",
+        "{{ __accept_candidates | join(',') }}": "gpu-a01,gpu-a02",
+        "{{ accept_fabric_reservation }}": "gpucluster-accept",
+        "{{ accept_fabric_all_reduce_perf }}": "/opt/nccl-tests/build/all_reduce_perf",
+        "{{ item }}": "gpu-a01",
+        "{{ accept_fabric_file }}": str(tmp_path / FABRIC_OBSERVATIONS),
+        "{{ __accept_item_state.split('|', 1) | first | trim | default('unknown', true) }}": "idle",
+        "{{ __accept_item_state.split('|', 1)[1:] | join | trim }}": "",
     }
+    (tmp_path / FABRIC_OBSERVATIONS).write_text(json.dumps({"hosts": ["gpu-a01"], "runs": []}))
     shutil.copy(TESTRACK_OBS, tmp_path / "gpu-a01.observations.json")
-    for verb in ("evaluate", "skip", "summarize"):
+    for verb in ("fabric-plan", "evaluate", "evaluate --fabric", "skip", "summarize"):
         args = [values.get(a, a) for a in argvs[verb][4:]]
         args = [
-            a.replace("{{ accept_report_dir }}/{{ inventory_hostname }}", f"{tmp_path}/gpu-a01") for a in args
+            a.replace("{{ accept_report_dir }}/{{ inventory_hostname }}", f"{tmp_path}/gpu-a01").replace(
+                "{{ accept_report_dir }}/{{ item }}", f"{tmp_path}/gpu-a01"
+            )
+            for a in args
         ]
         assert not [a for a in args if "{{" in a], args
         assert cli_main(["accept", *args]) == 0, capsys.readouterr().err

@@ -2,7 +2,8 @@
 
 The nodes have no GPUs or HCAs: acceptance fails them, as it must. To show what happens to a node that
 passes (and to an operator's drain on one), these commands print the healthy samples of
-tests/accept/samples/healthy (8 × H100 SXM, 8 NDR HCAs) instead. Installed under /usr/local/bin, ahead
+tests/accept/samples/healthy (8 × H100 SXM, 8 NDR HCAs) instead; all_reduce_perf launched by srun
+(the fabric gate) prints the two-node sample from rank 0. Installed under /usr/local/bin, ahead
 of the real tools on root's and sudo's PATH, and removed after the run.
 """
 
@@ -37,7 +38,14 @@ _SCRIPTS = {
         f'if [ "$*" = "-vv -d 15b3:" ]; then cat /{SHARE}/lspci-vv-d-15b3.txt\n'
         'else exec /usr/bin/lspci "$@"; fi\n'
     ),
-    NCCL_TEST: f"cat /{SHARE}/all_reduce_perf.txt\n",
+    # Under srun (the fabric gate) it is one MPI rank of many: rank 0 prints, as nccl-tests does.
+    NCCL_TEST: (
+        'if [ -n "${SLURM_PROCID:-}" ]; then\n'
+        f'  if [ "$SLURM_PROCID" = 0 ]; then cat /{SHARE}/all_reduce_perf-2nodes.txt; fi\n'
+        "  exit 0\n"
+        "fi\n"
+        f"cat /{SHARE}/all_reduce_perf.txt\n"
+    ),
 }
 
 
