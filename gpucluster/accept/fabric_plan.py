@@ -1,7 +1,9 @@
 """Which nccl-tests runs the fabric gate launches: one across every candidate node, then a ring of pairs.
 
-Each run is one `srun` inside the acceptance reservation, one MPI rank per GPU (PMIx, as Debian's
-OpenMPI expects from Slurm), so NCCL's traffic between nodes crosses the fabric under test. A ring
+Each run is one `srun` inside the acceptance reservation, one MPI rank per GPU, so NCCL's traffic
+between nodes crosses the fabric under test. `--mpi=pmix`: of the plugins Debian 12's Slurm 22.05 offers
+(`srun --mpi=list`: pmix, none, cray_shasta, pmi2), Debian's OpenMPI 4.1 starts only under PMIx; with
+pmi2 or none MPI_Init aborts ("OMPI was not built with SLURM's PMI support"), seen on the test rack. A ring
 puts every node in two pairs: a node whose two pairs both fail is to blame, a lone failing pair is
 the link between its nodes. The pairs run one after another; they share nodes.
 """
@@ -66,6 +68,7 @@ def srun_argv(nodes: Sequence[Declared], launch: Launch) -> tuple[str, ...]:
         f"--ntasks-per-node={gpus}",
         f"--gres=gpu:{gpus}",
         "--exclusive",
+        "--overcommit",  # a rank per GPU, whatever CPU count Slurm has for the node (2 on the test rack)
         f"--mpi={launch.mpi}",
         f"--time={launch.time_limit_min}",
         "--immediate=60",

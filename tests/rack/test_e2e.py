@@ -103,11 +103,42 @@ def test_new_nodes_register_drained_awaiting_acceptance(rack: Rack) -> None:
     assert "Unable to allocate resources" in refused, refused
 
 
+def test_the_fabric_gate_fails_clearly_where_mpi_cannot_launch_and_the_nodes_stay_drained(rack: Rack) -> None:
+    """Every per-node check passes (healthy probes), but no tested node has libpmix2 (gpu_nccl's OpenMPI
+    brings it; the rack has no CUDA repository): srun --mpi=pmix cannot launch, so no pair passes."""
+    hosts = _accept(rack, healthy=[1, 2, 3])
+    assert {h: (r["passed"], r["failed_checks"]) for h, r in hosts.items()} == dict.fromkeys(
+        ["n1", "n2", "n3"], (False, ["nccl_multi_node"])
+    )
+    name = yaml.safe_load(rack.cluster_file.read_text())["name"]
+    report = json.loads((ROOT / "build" / "accept" / name / "n1.json").read_text())
+    (multi,) = [c for c in report["checks"] if c["name"] == "nccl_multi_node"]
+    assert multi["found"] == "every pair failed, so no one node or link is to blame (n1+n2: no result)"
+    assert "srun all_reduce_perf: srun: error: mpi/pmix_v4: init:" in multi["message"], multi
+    assert "can not load PMIx library" in multi["message"], multi
+    runs = json.loads((ROOT / "build" / "accept" / name / "_fabric.observations.json").read_text())
+    ran = [(r["name"], r["rc"]) for r in runs["runs"]]
+    assert ran == [("all", 1), ("n1+n2", 1), ("n2+n3", 1), ("n3+n1", 1)], ran
+    for node, (state, reason) in _slurm_nodes(rack, "n1", "n2", "n3").items():
+        assert state == "IDLE+DRAIN", node
+        assert reason.startswith("gpucluster accept: nccl_multi_node: expected"), reason
+    assert "No reservations in the system" in rack.ssh("ctl", "scontrol show reservation")
+
+
 def test_acceptance_admits_the_nodes_that_pass(rack: Rack) -> None:
+    # What gpu_nccl's OpenMPI installs on a node with CUDA, so srun --mpi=pmix launches the healthy probes.
+    install = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libpmix2"
+    for node in ("n1", "n2", "n3"):
+        rack.ssh(node, install)
     hosts = _accept(rack, healthy=[1, 2, 3])
     assert {h: (r["passed"], r["admission"]) for h, r in hosts.items()} == dict.fromkeys(
         ["n1", "n2", "n3"], (True, "passed: its acceptance drain is lifted")
     )
+    name = yaml.safe_load(rack.cluster_file.read_text())["name"]
+    report = json.loads((ROOT / "build" / "accept" / name / "n2.json").read_text())
+    (multi,) = [c for c in report["checks"] if c["name"] == "nccl_multi_node"]
+    assert multi["status"] == "pass" and multi["found"].startswith("lowest peak busbw 359.02 GB/s"), multi
+    assert "No reservations in the system" in rack.ssh("ctl", "scontrol show reservation")
 
 
 def test_sinfo_shows_three_idle_compute_nodes(rack: Rack) -> None:
