@@ -1,7 +1,8 @@
 """The fabric gate across nodes: the srun plan, each run judged, and the node or link the pairs name.
 
-Runs are the constructed two-node sample (tests/accept/samples/healthy/all_reduce_perf-2nodes.txt) and
-variants built from it here: slow (bus bandwidth halved), corrupt (#wrong > 0) and failed launches.
+Runs are the constructed two-node sample (tests/accept/samples/healthy/all_reduce_perf-2nodes.txt),
+variants built from it here (slow: bus bandwidth halved; corrupt: #wrong > 0) and srun failures recorded
+on the test rack (tests/accept/samples/testrack/srun-*.txt).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from tests.conftest import ROOT
 SAMPLE = (ROOT / "tests" / "accept" / "samples" / "healthy" / "all_reduce_perf-2nodes.txt").read_text()
 LAUNCH = Launch(reservation="gpucluster-accept", all_reduce_perf="/opt/nccl-tests/build/all_reduce_perf")
 RACK = ("gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04")
-NO_PMIX = "srun: error: Couldn't find the specified plugin name for mpi/pmix looking at all files"
+TESTRACK = ROOT / "tests" / "accept" / "samples" / "testrack"
+NO_PMIX = "srun: error: mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:195: pmi/pmix: can not load PMIx library"
 
 
 def healthy() -> dict[str, Any]:
@@ -47,8 +49,13 @@ def corrupt() -> dict[str, Any]:
 
 
 def launch_failed() -> dict[str, Any]:
-    stderr = f"{NO_PMIX}\nsrun: error: cannot create mpi context for mpi/pmix\n"
-    return {"rc": 1, "stdout": "", "stderr": stderr}
+    """Recorded on the test rack: srun --mpi=pmix where libpmix2 is not installed."""
+    return {"rc": 1, "stdout": "", "stderr": (TESTRACK / "srun-mpi-pmix-without-libpmix2.txt").read_text()}
+
+
+def binary_missing() -> dict[str, Any]:
+    """Recorded on the test rack: srun of an all_reduce_perf the nodes do not have."""
+    return {"rc": 2, "stdout": "", "stderr": (TESTRACK / "srun-all_reduce_perf-missing.txt").read_text()}
 
 
 def runs(hosts: tuple[str, ...], results: dict[str, dict[str, Any]], default: dict[str, Any]) -> Any:
@@ -150,6 +157,11 @@ def test_when_everything_fails_it_says_it_cannot_tell_and_fails_every_node() -> 
             f"srun all_reduce_perf: {NO_PMIX}",
         )
     }
+    missing = findings(runs(RACK[:2], {}, binary_missing()))["gpu-a02"]
+    assert missing[2] == (
+        "srun all_reduce_perf: slurmstepd-n1: error: execve(): /opt/nccl-tests/build/all_reduce_perf: "
+        "No such file or directory"
+    )
     two = findings(runs(RACK[:2], {}, slow()))
     assert {s for s, _, _ in two.values()} == {"fail"}
     assert two["gpu-a01"][1].startswith("every pair failed, so no one node or link is to blame")
