@@ -66,8 +66,8 @@ def _pair_list(pairs: list[RunVerdict]) -> str:
     return ", ".join(v.name for v in pairs)
 
 
-def _everyone(hosts: tuple[str, ...], status: str, found: str, problem: str = "") -> dict[str, Finding]:
-    return {h: Finding("fail" if status == "fail" else "pass", found, problem) for h in hosts}
+def _fail_all(hosts: tuple[str, ...], found: str, problem: str = "") -> dict[str, Finding]:
+    return {h: Finding("fail", found, problem) for h in hosts}
 
 
 def _passing(host: str, verdicts: list[RunVerdict], bad_nodes: set[str]) -> Finding:
@@ -86,13 +86,15 @@ def analyse(hosts: tuple[str, ...], verdicts: list[RunVerdict]) -> dict[str, Fin
     pairs = [v for v in verdicts if len(v.hosts) == 2]
     failing = [v for v in pairs if not v.ok]
     whole = next((v for v in verdicts if set(v.hosts) == set(hosts) and len(hosts) > 2), None)
-    if pairs and len(failing) == len(pairs):
+    if not pairs:
+        return _fail_all(hosts, "no pair run was recorded for these nodes")
+    if len(failing) == len(pairs):
         first = failing[0]
         found = f"every pair failed, so no one node or link is to blame ({first.name}: {first.found})"
-        return _everyone(hosts, "fail", found, first.problem)
+        return _fail_all(hosts, found, first.problem)
     if not failing and whole is not None and not whole.ok:
         found = f"the run across all {len(hosts)} nodes failed ({whole.found}) while every pair passed"
-        return _everyone(hosts, "fail", found + ": not one node or link", whole.problem)
+        return _fail_all(hosts, found + ": not one node or link", whole.problem)
     mine = {h: [v for v in pairs if h in v.hosts] for h in hosts}
     bad_nodes = {h for h in hosts if mine[h] and not any(v.ok for v in mine[h])}
     findings: dict[str, Finding] = {}

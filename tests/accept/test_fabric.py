@@ -167,6 +167,11 @@ def test_when_everything_fails_it_says_it_cannot_tell_and_fails_every_node() -> 
     assert two["gpu-a01"][1].startswith("every pair failed, so no one node or link is to blame")
 
 
+def test_tested_nodes_without_recorded_pairs_fail() -> None:
+    found = findings({"hosts": list(RACK[:2]), "runs": []})
+    assert set(found.values()) == {("fail", "no pair run was recorded for these nodes", "")}
+
+
 def test_only_the_run_across_all_nodes_failing_fails_every_node() -> None:
     found = findings(runs(RACK, {"all": slow()}, healthy()))
     assert set(found.values()) == {
