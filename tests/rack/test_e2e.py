@@ -104,8 +104,8 @@ def test_new_nodes_register_drained_awaiting_acceptance(rack: Rack) -> None:
 
 
 def test_the_fabric_gate_fails_clearly_where_mpi_cannot_launch_and_the_nodes_stay_drained(rack: Rack) -> None:
-    """Every per-node check passes (healthy probes), but no tested node has libpmix2 (gpu_nccl's OpenMPI
-    brings it; the rack has no CUDA repository): srun --mpi=pmix cannot launch, so no pair passes."""
+    """Every per-node check passes (healthy probes), but no tested node has PMIx (gpu_nccl's OpenMPI brings
+    it; the rack has no CUDA repository): srun --mpi=pmix cannot launch, so no pair passes."""
     hosts = _accept(rack, healthy=[1, 2, 3])
     assert {h: (r["passed"], r["failed_checks"]) for h, r in hosts.items()} == dict.fromkeys(
         ["n1", "n2", "n3"], (False, ["nccl_multi_node"])
@@ -126,8 +126,9 @@ def test_the_fabric_gate_fails_clearly_where_mpi_cannot_launch_and_the_nodes_sta
 
 
 def test_acceptance_admits_the_nodes_that_pass(rack: Rack) -> None:
-    # What gpu_nccl's OpenMPI installs on a node with CUDA, so srun --mpi=pmix launches the healthy probes.
-    install = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libpmix2"
+    # What gpu_nccl's OpenMPI brings on a node with CUDA: Debian's mpi/pmix_v4 plugin dlopens the unversioned
+    # libpmix.so of libpmix-dev (libpmix2 alone still fails), so srun --mpi=pmix launches the healthy probes.
+    install = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libpmix-dev"
     for node in ("n1", "n2", "n3"):
         rack.ssh(node, install)
     hosts = _accept(rack, healthy=[1, 2, 3])
