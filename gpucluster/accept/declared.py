@@ -20,6 +20,7 @@ class Declared:
     profile: str
     gpu: GpuModel
     gpu_count: int
+    cpu_count: int  # as Slurm counts them on the node line: sockets × cores × threads
     nvswitch: bool
     hca_count: int
     fabric: Fabric | None
@@ -51,6 +52,7 @@ def declared_for(cluster: Cluster, host: str) -> Declared:
         profile=group.profile,
         gpu=group.gpu,
         gpu_count=group.gpu_count,
+        cpu_count=profile.cpus.sockets * profile.cpus.cores_per_socket * profile.cpus.threads_per_core,
         nvswitch=group.nvswitch,
         hca_count=group.fabric_ports,
         fabric=fabric,

@@ -56,25 +56,34 @@ def _size_bytes(size: str) -> int:
     return int(size[:-1]) * _SIZE_UNITS[size[-1]]
 
 
+def ranks_per_node(gpus: int, cpus: int) -> int:
+    """A rank per GPU; fewer, each driving several GPUs (-g), where Slurm counts fewer CPUs than GPUs.
+
+    Slurm refuses --ntasks-per-node above a node's CPU count, --overcommit or not (seen on the test
+    rack, 8 declared GPUs on 2 CPUs); real GPU nodes have far more CPUs than GPUs.
+    """
+    return max(r for r in range(1, gpus + 1) if gpus % r == 0 and r <= max(cpus, 1))
+
+
 def srun_argv(nodes: Sequence[Declared], launch: Launch) -> tuple[str, ...]:
-    """The srun of all_reduce_perf over `nodes`: a rank per GPU (the fewest of any node), the largest size."""
+    """The srun of all_reduce_perf over `nodes`: every GPU (the fewest of any node), the largest size."""
     gpus = min(d.gpu_count for d in nodes)
+    ranks = ranks_per_node(gpus, min(d.cpu_count for d in nodes))
     size = max((d.nccl_test_size for d in nodes), key=_size_bytes)
     return (
         "srun",
         f"--reservation={launch.reservation}",
         f"--nodelist={','.join(d.host for d in nodes)}",
         f"--nodes={len(nodes)}",
-        f"--ntasks-per-node={gpus}",
+        f"--ntasks-per-node={ranks}",
         f"--gres=gpu:{gpus}",
         "--exclusive",
-        "--overcommit",  # a rank per GPU, whatever CPU count Slurm has for the node (2 on the test rack)
         f"--mpi={launch.mpi}",
         f"--time={launch.time_limit_min}",
         "--immediate=60",
         "--job-name=gpucluster-accept-fabric",
         launch.all_reduce_perf,
-        *("-b", size, "-e", size, "-f", "2", "-g", "1"),
+        *("-b", size, "-e", size, "-f", "2", "-g", str(gpus // ranks)),
     )
 
 

@@ -18,11 +18,12 @@ from gpucluster.accept.command_fabric import fabric_finding, fabric_plan
 from gpucluster.accept.declared import declared_for
 from gpucluster.accept.errors import AcceptInputError
 from gpucluster.accept.fabric import FABRIC_OBSERVATIONS, analyse, fabric_from, judge, load_fabric
-from gpucluster.accept.fabric_plan import Launch, ring_pairs
+from gpucluster.accept.fabric_plan import Launch, ranks_per_node, ring_pairs
 from gpucluster.cli import main as cli_main
-from gpucluster.clusterfile import Cluster
+from gpucluster.clusterfile import Cluster, load_text
 from tests.accept.test_cli import EXAMPLE, write_obs
 from tests.conftest import ROOT
+from tests.rack.rack_cluster import rack_cluster_file
 
 SAMPLE = (ROOT / "tests" / "accept" / "samples" / "healthy" / "all_reduce_perf-2nodes.txt").read_text()
 LAUNCH = Launch(reservation="gpucluster-accept", all_reduce_perf="/opt/nccl-tests/build/all_reduce_perf")
@@ -102,6 +103,11 @@ def test_the_plan_launches_one_mpi_rank_per_gpu_in_the_reservation(example: Clus
         "--mpi=pmix",
     } <= set(argv)
     assert plan["left_out"] == {}
+
+
+def test_fewer_cpus_than_gpus_give_fewer_ranks_that_each_drive_several_gpus() -> None:
+    assert [ranks_per_node(8, cpus) for cpus in (224, 8, 7, 4, 3, 2, 1)] == [8, 8, 4, 4, 2, 2, 1]
+    assert ranks_per_node(6, 4) == 3
 
 
 def test_a_single_candidate_gets_no_run_and_a_skip(example: Cluster) -> None:
@@ -263,3 +269,10 @@ def test_fabric_plan_on_the_command_line_leaves_out_nodes_without_hcas(
     unknown = ["accept", "fabric-plan", "--cluster", str(EXAMPLE), "--hosts", "nope"]
     assert cli_main([*unknown, "--reservation", "r", "--all-reduce-perf", "/x"]) == 2
     assert "host 'nope' is not a node of any rack" in capsys.readouterr().err
+
+
+def test_on_the_test_rack_two_ranks_per_node_drive_four_gpus_each() -> None:
+    data = rack_cluster_file("t", [("ctl", "10.77.0.2"), ("n1", "10.77.0.3"), ("n2", "10.77.0.4")], 8)
+    cluster = load_text(yaml.safe_dump(data)).cluster
+    (run,) = fabric_plan(cluster, ["n1", "n2"], LAUNCH)["runs"]
+    assert "--ntasks-per-node=2" in run["argv"] and run["argv"][-2:] == ["-g", "4"], run["argv"]
