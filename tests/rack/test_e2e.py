@@ -258,8 +258,8 @@ def test_a_down_node_does_not_stop_the_rest(rack: Rack) -> None:
         assert all(recap[h]["failed"] == 0 and recap[h]["unreachable"] == 0 for h in ("ctl", "n1", "n3"))
     finally:
         rack.start_node("n2")
-    again = converge(rack)
-    assert again.rc == 0, again.output[-3000:]
+    # n2 missed nothing (no change came while it was down): the next test's converge, with n2 back, is
+    # the run that shows it catches up.
 
 
 def test_partition_change_keeps_running_jobs(rack: Rack) -> None:
