@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from tests.rack.handlers import handlers_run
 from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
 from tests.rack.rack import Rack, down
 from tests.rack.sh import run
+from tests.rack.slurm_state import slurm_nodes, wait_for
 
 RACK = "p"
 PORT = 8570
@@ -418,21 +418,11 @@ BOOT_MARKER = "/run/gpucluster-test-before-the-roll"  # /run is empty after a re
 
 
 def _slurm_node(rack: Rack, node: str) -> tuple[str, str]:
-    """(State, Reason) as slurmctld has them, the reason without its [user@time] stamp."""
-    line = _sh(rack, "ctl", f"scontrol show node {node} --oneliner")
-    head, _, reason = line.strip().partition(" Reason=")
-    return dict(re.findall(r"(\w+)=(\S*)", head))["State"], re.sub(r" \[[^]]*@[^]]*\]$", "", reason)
+    return slurm_nodes(rack, node)[node]
 
 
 def _job_state(rack: Rack, job: str) -> str:
     return _sh(rack, "ctl", f"squeue -h -j {job} -o %T").strip()
-
-
-def _wait(what: str, check: Callable[[], bool], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"not within {timeout_s:.0f} s: {what}"
-        time.sleep(1)
 
 
 @pytest.fixture(scope="module")
@@ -444,7 +434,7 @@ def rolled(pinned: Pinned) -> Rolled:
     # Acceptance is not this module's subject: the nodes go into service directly.
     rack.ssh("ctl", "scontrol update nodename=n1,n2 state=RESUME")
     job = rack.ssh("ctl", "sbatch --parsable -w n2 -N1 --wrap 'sleep 1200'").strip()
-    _wait("the job runs on n2", lambda: _job_state(rack, job) == "RUNNING")
+    wait_for("the job runs on n2", lambda: _job_state(rack, job) == "RUNNING")
     for node in NODES:
         rack.ssh(node, f"touch {BOOT_MARKER}")
     (rack.state / "group_vars" / "all.yml").write_text("gpu_nvidia_driver_reboot: true\n")
@@ -515,7 +505,7 @@ def test_after_the_roll_a_node_is_unchanged_and_one_whose_driver_does_not_load_s
 ) -> None:
     rack = pinned.rack
     rack.ssh("ctl", f"scancel {rolled.job}")
-    _wait("n2 is idle", lambda: _slurm_node(rack, "n2")[0] == "IDLE")
+    wait_for("n2 is idle", lambda: _slurm_node(rack, "n2")[0] == "IDLE")
     # A DKMS build that failed for the new release: no module loads at the next boot.
     rack.ssh("n2", f"mkdir -p {Path(mimic.NO_MODULE_FLAG).parent} && touch {mimic.NO_MODULE_FLAG}")
     run = _run(rack, "--limit", "n1,n2", "--tags", "gpu_nvidia_driver")
