@@ -124,6 +124,18 @@ def node_vars(cluster: Cluster, group: NodeGroup, node: Node) -> dict[str, Any]:
         # A new node registers drained with this reason; accept.yml resumes only drains that carry it.
         "slurm_node_acceptance_reason": AWAITING_REASON,
         **gpu_stack_vars(cluster, group, node),
+        **_reboot_vars(cluster, group),
+    }
+
+
+def _reboot_vars(cluster: Cluster, group: NodeGroup) -> dict[str, Any]:
+    """The reboot bound a driver change keeps to: the node's rack and the cluster file's limits."""
+    assert cluster.onprem is not None
+    reboots = cluster.onprem.reboots
+    return {
+        "gpu_nvidia_driver_rack_nodes": [n.name for n in group.nodes],
+        "gpu_nvidia_driver_reboot_max_nodes": reboots.max_nodes,
+        "gpu_nvidia_driver_reboot_max_rack_percent": reboots.max_rack_percent,
     }
 
 

@@ -171,12 +171,22 @@ def reconcile(
 ) -> Plan:
     """One pass: read instances, act on queued EC2 events, read nodes; terminate, set DOWN, return."""
     instances = fleet.describe(ec2, cfg)
+    marks = ResumeMarks(cfg.state_dir)
     events: list[str] = []
     if sqs is not None and cfg.events_queue:
         queue_url = sqs.get_queue_url(QueueName=cfg.events_queue)["QueueUrl"]
-        events = spot_events.consume(sqs, queue_url, instances, slurm, cfg.checkpoint_signal)
+        tagged = {i.node for i in instances if i.node}
+        marked = {n: t for n in tagged if (t := marks.since(n)) is not None}
+        events = spot_events.consume(
+            sqs,
+            queue_url,
+            instances,
+            slurm,
+            cfg.checkpoint_signal,
+            resumed=marked,
+            slack_s=LAUNCH_CLOCK_SLACK_S,
+        )
     nodes = slurm.nodes()
-    marks = ResumeMarks(cfg.state_dir)
     resumed = {n: t for n in nodes if (t := marks.since(n)) is not None}
     decided = plan(cfg, instances, nodes, time.time() if now is None else now, resumed)
     fleet.terminate_ids(ec2, sorted(decided.terminate))

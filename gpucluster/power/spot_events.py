@@ -5,7 +5,9 @@ the account to the cluster's queue (stack: stacks/parts/spot_events.py). Each re
 an interruption warning drains the node and signals its jobs (what the node's agent would have done), a
 rebalance recommendation drains it, a stopping or ending instance sets its node DOWN so its jobs requeue
 at once. A message is deleted once acted on, so each event acts once; events for instances of other
-clusters are dropped. https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html
+clusters are dropped, and so are events for an instance of a node's earlier power-up: EC2 sends an
+instance's "terminated" minutes after its notice, when the node may already run a new instance and a
+requeued job. https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html
 """
 
 from __future__ import annotations
@@ -66,11 +68,43 @@ def act(event: Event, node: str, slurm: Slurm, signal: str) -> str | None:
     return None
 
 
+def current_nodes(
+    instances: list[fleet.Instance], resumed: dict[str, float], slack_s: float
+) -> dict[str, str]:
+    """Instance id → node, for each node's instance of its current power-up only.
+
+    resumed: node → epoch seconds of its last resume (gpucluster.power.resume_marks). An instance launched
+    before it belongs to an earlier power-up; without a mark, the node's newest instance is its own.
+    """
+    newest: dict[str, fleet.Instance] = {}
+    for instance in instances:
+        if instance.node and (
+            instance.node not in newest or instance.launched > newest[instance.node].launched
+        ):
+            newest[instance.node] = instance
+    current: dict[str, str] = {}
+    for instance in instances:
+        if not instance.node:
+            continue
+        mark = resumed.get(instance.node)
+        own = instance is newest[instance.node] if mark is None else instance.launched >= mark - slack_s
+        if own:
+            current[instance.id] = instance.node
+    return current
+
+
 def consume(
-    sqs: SQSClient, queue_url: str, instances: list[fleet.Instance], slurm: Slurm, signal: str
+    sqs: SQSClient,
+    queue_url: str,
+    instances: list[fleet.Instance],
+    slurm: Slurm,
+    signal: str,
+    *,
+    resumed: dict[str, float] | None = None,
+    slack_s: float = 5.0,
 ) -> list[str]:
-    """Drain the queue (bounded), act on each event of this cluster's instances; returns the log lines."""
-    nodes = {instance.id: instance.node for instance in instances if instance.node}
+    """Drain the queue (bounded), act on each event of this cluster's current instances; the log lines."""
+    nodes = current_nodes(instances, resumed or {}, slack_s)
     lines: list[str] = []
     for _ in range(MAX_BATCHES):
         messages = sqs.receive_message(

@@ -90,6 +90,7 @@ class SlurmContext:
     power: PowerLines | None
     fabrics: tuple[FabricSwitch, ...] = ()
     allow_fabric_spanning: bool = False
+    reboot_timeout_s: int | None = None  # rack nodes: how long `scontrol reboot` waits for one to return
 
 
 def onprem_hosts(cluster: Cluster) -> list[ControllerHost]:
@@ -206,4 +207,9 @@ def slurm_context(cluster: Cluster) -> SlurmContext:
         power=_power_lines(cluster, groups),
         fabrics=_fabric_switches(list(groups.values())),
         allow_fabric_spanning=cluster.slurm.allow_fabric_spanning,
+        reboot_timeout_s=(
+            cluster.onprem.reboots.timeout_s
+            if cluster.onprem and any(g.site == "onprem" for g in groups.values())
+            else None
+        ),
     )

@@ -86,11 +86,12 @@ def _one(
     ansible_paths: list[str],
 ) -> ClusterReview:
     base_tree, head_tree = trees
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        synths = pool.submit(synth_both, base_tree, head_tree, cluster_file, cache_dir=cache)
-        snaps = [pool.submit(take, t, cluster_file, s) for t, s in zip(trees, sides, strict=True)]
-        base_snap, head_snap = _both(snaps)
-        base_synth, head_synth = synths.result()
+    # The loader first (a fraction of a second): a file it refuses ends the review before any synth starts.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        base_snap, head_snap = _both(
+            [pool.submit(take, t, cluster_file, s) for t, s in zip(trees, sides, strict=True)]
+        )
+    base_synth, head_synth = synth_both(base_tree, head_tree, cluster_file, cache_dir=cache)
     if not (base_snap.exists or head_snap.exists):
         raise ReviewError(f"{cluster_file}: no such cluster file in the base or the head; check --cluster")
     stacks = diff_stacks(base_synth.templates, head_synth.templates, node_modules=node_modules)

@@ -160,6 +160,21 @@ def test_the_filters_say_current_only_when_everything_matches() -> None:
     assert filters["packages_unheld"](state, ["nvidia-smi", "libcuda1"]) == ["libcuda1"]
 
 
+def test_packages_off_version_reads_dpkg_and_rpm_versions() -> None:
+    off = _filters()["packages_off_version"]
+    state = {
+        "versions": {
+            "nvidia-driver": "570.172.08-1",  # dpkg
+            "libcuda1": "570.195.03-1",
+            "nvidia-persistenced": "3:570.172.08-1.el9",  # rpm, with its epoch
+            "libnvidia-ml1": "570.172.081-1",  # another release that merely starts alike
+        }
+    }
+    wanted = ["nvidia-driver", "libcuda1", "nvidia-persistenced", "libnvidia-ml1", "nvidia-smi"]
+    assert off(state, wanted, "570.172.08") == ["libcuda1", "libnvidia-ml1", "nvidia-smi"]
+    assert off(None, ["nvidia-driver"], "570.172.08") == ["nvidia-driver"]
+
+
 @pytest.mark.parametrize("plain_python", [True, False], ids=["plain-python", "ansiballz"])
 def test_offers_read_what_apt_offers_and_not_offered_names_the_candidate(
     tmp_path: Path, plain_python: bool

@@ -11,6 +11,7 @@ import pytest
 
 from gpucluster.power import fleet, spot_events
 from gpucluster.power.reconcile import reconcile
+from gpucluster.power.resume_marks import ResumeMarks
 from tests.power.conftest import Aws, RecordingSlurm
 
 
@@ -103,3 +104,42 @@ def test_the_reconciler_reads_the_queue_every_pass(aws: Aws, slurm: RecordingSlu
     sqs.send_message(QueueUrl=url, MessageBody=_event(spot_events.REBALANCE, instance))
     decided = reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm, sqs=sqs)
     assert slurm.drained and decided.events and decided.lines()[0].startswith("event: p5-spot-1")
+
+
+def _instance(node: str | None, launched: float, ident: str) -> fleet.Instance:
+    return fleet.Instance(id=ident, node=node, state="terminated", address="", launched=launched)
+
+
+def test_only_the_instances_of_a_nodes_current_power_up_are_its_own() -> None:
+    earlier, current, untagged = (
+        _instance("p5-spot-1", 100.0, "i-1"),
+        _instance("p5-spot-1", 500.0, "i-2"),
+        _instance(None, 900.0, "i-3"),
+    )
+    lone = _instance("p5-spot-2", 50.0, "i-4")
+    # With the ResumeProgram's mark (at 490), the instance launched before it is an earlier power-up's.
+    assert spot_events.current_nodes([earlier, current, untagged, lone], {"p5-spot-1": 490.0}, 5.0) == {
+        "i-2": "p5-spot-1",
+        "i-4": "p5-spot-2",
+    }
+    # Without a mark the node's newest instance is its own; a mark just after the launch (clock slack) too.
+    assert spot_events.current_nodes([earlier, current], {}, 5.0) == {"i-2": "p5-spot-1"}
+    assert spot_events.current_nodes([current], {"p5-spot-1": 503.0}, 5.0) == {"i-2": "p5-spot-1"}
+
+
+def test_a_late_event_for_a_nodes_earlier_instance_leaves_its_new_power_up_alone(
+    aws: Aws, slurm: RecordingSlurm
+) -> None:
+    sqs, url = _queue(aws)
+    instance = _launch(aws, "p5-spot-1")
+    launched = aws.ec2.describe_instances(InstanceIds=[instance])["Reservations"][0]["Instances"][0][
+        "LaunchTime"
+    ]
+    # EC2 reports the reclaimed instance "terminated" minutes after its notice; by then slurmctld has resumed
+    # p5-spot-1 again for the requeued job (the ResumeProgram's mark, a minute later).
+    ResumeMarks(aws.cfg.state_dir).mark(["p5-spot-1"], launched.timestamp() + 60)
+    sqs.send_message(QueueUrl=url, MessageBody=_event(spot_events.STATE_CHANGE, instance, state="terminated"))
+    decided = reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm, sqs=sqs)
+    assert slurm.down == [] and decided.events == []
+    # The message is consumed, not left to act later.
+    assert sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0).get("Messages", []) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -32,10 +33,19 @@ def image_path() -> Path:
 
 
 def ensure_image() -> Path:
-    """Build the image once; later calls reuse it."""
+    """Build the image once; later calls reuse it (under a lock: `make test` boots two racks at once)."""
     image = image_path()
     if (image / ".complete").exists():
         return image
+    image.parent.mkdir(parents=True, exist_ok=True)
+    with (image.parent / f"{image.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (image / ".complete").exists():
+            return image
+        return _build(image)
+
+
+def _build(image: Path) -> Path:
     progress(f"building node image {image.name} with mmdebstrap (about a minute, once)")
     partial = image.with_suffix(".partial")
     shutil.rmtree(partial, ignore_errors=True)

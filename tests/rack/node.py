@@ -86,9 +86,12 @@ def boot(node: Node, *, fresh_clock: bool = False, capabilities: tuple[str, ...]
     for directory in node.cgroup_dirs():
         directory.mkdir(parents=True, exist_ok=True)
     join = "; ".join(f"echo $$ > {d}/cgroup.procs" for d in node.cgroup_dirs())
-    clock = "unshare --time --boottime -$(cut -d. -f1 /proc/uptime) " if fresh_clock else ""
+    # A reboot inside the container ends nspawn with status 133 (systemd-nspawn(1), "EXIT STATUS"); the
+    # loop boots it again, as a machine's firmware would, always with a fresh clock: slurmctld takes a
+    # node back from `scontrol reboot` only once it reports a boot time after the request.
+    fresh = "unshare --time --boottime -$(cut -d. -f1 /proc/uptime) "
     nspawn = (
-        f"exec {clock}systemd-nspawn --boot --register=no --keep-unit --console=passive "
+        "systemd-nspawn --boot --register=no --keep-unit --console=passive "
         f"--machine={node.name} --directory={node.root} "
         # A host's PID 1 may raise the locked-memory limit for units (slurmd's LimitMEMLOCK=infinity); a
         # container cannot go past the hard limit it starts with. Where this machine itself lacks
@@ -97,9 +100,16 @@ def boot(node: Node, *, fresh_clock: bool = False, capabilities: tuple[str, ...]
         + "".join(f"--capability={c} " for c in capabilities)
         + f"--network-namespace-path=/run/netns/{node_ns(node.rack, node.name)}"
     )
+    # The shell stays as the parent (our PID) and hands SIGTERM on, so stop_node still shuts down cleanly.
+    loop = (
+        "trap 'kill -TERM $child 2>/dev/null; wait $child; exit 143' TERM; "
+        f"clock='{'fresh' if fresh_clock else ''}'; rc=133; while [ $rc -eq 133 ]; do "
+        f'if [ -n "$clock" ]; then {fresh}{nspawn} & else {nspawn} & fi; '
+        "child=$!; wait $child; rc=$?; clock=fresh; done; exit $rc"
+    )
     with (node.state / "nspawn.log").open("ab") as log:
         process = subprocess.Popen(
-            ["/bin/sh", "-c", f"{join}; {nspawn}"],
+            ["/bin/sh", "-c", f"{join}; {loop}"],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -1,6 +1,6 @@
 """A local apt repository that mimics NVIDIA's CUDA repositories, built at test time with dpkg-deb.
 
-Empty packages with NVIDIA's names and dependency shape, at a pinned and a newer release, in NVIDIA's
+Packages with NVIDIA's names and dependency shape, at a pinned and a newer release, in NVIDIA's
 layout (`<distro>/<arch>/`, flat, signed InRelease, key `3bf863cc.pub` next to it):
 
 - `debian12/x86_64/`: the Debian-style names of NVIDIA's debian12 repository (nvidia-driver, libcuda1,
@@ -13,6 +13,11 @@ the running kernel (nodes share the host's), each at two versions. Meta packages
 NVIDIA's do, so a role that pins only the meta package gets the newer dependencies; nothing depends on
 dkms (no module is built here). Daemons are placeholders: a unit that starts a process which only listens
 where the real daemon would (DCGM's port 5555, the exporter's), so a role can start and wait for them.
+
+The driver behaves like one across a reboot: the kernel-module package carries its version, which the
+persistence daemon "loads" once per boot into /run; `nvidia-smi` answers with the loaded version only when
+the NVML library package is the same release, and otherwise fails with NVIDIA's mismatch message. So after
+an upgrade NVML fails until the node reboots, and a boot check sees the version that actually runs.
 """
 
 from __future__ import annotations
@@ -40,6 +45,42 @@ KERNEL_REVISIONS = ("1", "2")
 TREES = {"debian": "debian12/x86_64", "ubuntu": "ubuntu2404/x86_64"}
 
 _SLEEPER = "#!/bin/sh\n# gpucluster mimic: a placeholder that only stays up.\nexec sleep infinity\n"
+MIMIC = "usr/lib/gpucluster-mimic"
+LOADED = "/run/gpucluster-mimic/module-version"
+# A flag file a test writes to play a DKMS build that failed: no module loads at the next boot.
+NO_MODULE_FLAG = "/etc/gpucluster-mimic/no-module"
+# The persistence daemon "loads the kernel module" once per boot (/run is empty after a reboot): the
+# module version is the one installed then, and stays until the next reboot, as a loaded module does.
+_PERSISTENCED = f"""#!/bin/sh
+# gpucluster mimic of nvidia-persistenced: loads the mimic module once per boot, then stays up.
+if [ ! -e {LOADED} ] && [ ! -e {NO_MODULE_FLAG} ] && [ -e /{MIMIC}/module-version ]; then
+  mkdir -p {LOADED.rsplit("/", 1)[0]} && cp /{MIMIC}/module-version {LOADED}
+fi
+exec sleep infinity
+"""
+# NVML answers only when the loaded module and the library are one release: the real messages and exit
+# codes (nvidia-smi(1): 9 no driver, 18 driver/library version mismatch).
+_NVIDIA_SMI = f"""#!/bin/sh
+# gpucluster mimic of nvidia-smi: the loaded module's version, one line per declared GPU.
+loaded=$(cat {LOADED} 2>/dev/null)
+library=$(cat /{MIMIC}/nvml-version 2>/dev/null)
+if [ -z "$loaded" ]; then
+  echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."; exit 9
+fi
+if [ "$loaded" != "$library" ]; then
+  echo "Failed to initialize NVML: Driver/library version mismatch"
+  echo "NVML library version: $library"; exit 18
+fi
+i=0
+for device in /dev/nvidia[0-9]*; do
+  [ -e "$device" ] || continue
+  case "$*" in
+    *--query-gpu=driver_version*) echo "$loaded" ;;
+    *) echo "GPU $i: NVIDIA H100 80GB HBM3 (UUID: GPU-mimic-$i)" ;;
+  esac
+  i=$((i + 1))
+done
+"""
 _LISTENER = """#!/bin/sh
 # gpucluster mimic: a placeholder that only listens where the real daemon would.
 port={port}
@@ -81,11 +122,17 @@ def _fabricmanager(version: str) -> list[Deb]:
     ]
 
 
+def _versioned(name: str, version: str) -> dict[str, str]:
+    return {f"{MIMIC}/{name}": f"{version}\n"}
+
+
 def debian_driver(version: str) -> list[Deb]:
     """NVIDIA's debian12 shape: Debian's names, (=) dependencies inside the driver, cuda-drivers (>=)."""
     v = f"{version}-1"
+    module, nvml = _versioned("module-version", version), _versioned("nvml-version", version)
+    kernel_deps = f"nvidia-kernel-support (= {v}), firmware-nvidia-gsp (= {v})"
     persistenced = {
-        "usr/bin/nvidia-persistenced": _SLEEPER,
+        "usr/bin/nvidia-persistenced": _PERSISTENCED,
         **_unit("nvidia-persistenced", "/usr/bin/nvidia-persistenced"),
     }
     return [
@@ -101,15 +148,15 @@ def debian_driver(version: str) -> list[Deb]:
             f"libcuda1 (= {v}), libnvidia-ml1 (= {v}), libnvidia-ptxjitcompiler1 (= {v})",
         ),
         Deb("nvidia-driver-bin", v),
-        Deb("nvidia-kernel-open-dkms", v, f"nvidia-kernel-support (= {v}), firmware-nvidia-gsp (= {v})"),
-        Deb("nvidia-kernel-dkms", v, f"nvidia-kernel-support (= {v}), firmware-nvidia-gsp (= {v})"),
+        Deb("nvidia-kernel-open-dkms", v, kernel_deps, module),
+        Deb("nvidia-kernel-dkms", v, kernel_deps, module),
         Deb("nvidia-kernel-support", v),
         Deb("firmware-nvidia-gsp", v),
         Deb("libcuda1", v),
-        Deb("libnvidia-ml1", v),
+        Deb("libnvidia-ml1", v, files=nvml),
         Deb("libnvidia-ptxjitcompiler1", v),
         Deb("libnvidia-cfg1", v),
-        Deb("nvidia-smi", v, f"libnvidia-ml1 (= {v})"),
+        Deb("nvidia-smi", v, f"libnvidia-ml1 (= {v})", {"usr/bin/nvidia-smi": _NVIDIA_SMI}),
         Deb("nvidia-persistenced", v, f"libnvidia-cfg1 (= {v})", persistenced),
         Deb(
             "cuda-drivers",
@@ -124,8 +171,9 @@ def debian_driver(version: str) -> list[Deb]:
 def ubuntu_driver(version: str) -> list[Deb]:
     """NVIDIA's ubuntu shape: branch-suffixed names; the meta packages depend with >=."""
     v, b = f"{version}-1", BRANCH
+    module, nvml = _versioned("module-version", version), _versioned("nvml-version", version)
     persistenced = {
-        "usr/bin/nvidia-persistenced": _SLEEPER,
+        "usr/bin/nvidia-persistenced": _PERSISTENCED,
         **_unit("nvidia-persistenced", "/usr/bin/nvidia-persistenced"),
     }
     driver_deps = (
@@ -145,12 +193,13 @@ def ubuntu_driver(version: str) -> list[Deb]:
             f"nvidia-dkms-{b}-open",
             v,
             f"nvidia-kernel-source-{b}-open (= {v}), nvidia-kernel-common-{b} (= {v})",
+            module,
         ),
-        Deb(f"nvidia-dkms-{b}", v, f"nvidia-kernel-common-{b} (= {v})"),
+        Deb(f"nvidia-dkms-{b}", v, f"nvidia-kernel-common-{b} (= {v})", module),
         Deb(f"nvidia-kernel-source-{b}-open", v),
         Deb(f"nvidia-kernel-common-{b}", v),
-        Deb(f"libnvidia-compute-{b}", v),
-        Deb(f"nvidia-utils-{b}", v, f"libnvidia-compute-{b} (= {v})"),
+        Deb(f"libnvidia-compute-{b}", v, files=nvml),
+        Deb(f"nvidia-utils-{b}", v, f"libnvidia-compute-{b} (= {v})", {"usr/bin/nvidia-smi": _NVIDIA_SMI}),
         Deb(f"nvidia-compute-utils-{b}", v, f"libnvidia-compute-{b} (= {v})", persistenced),
         *_fabricmanager(version),
     ]

@@ -6,10 +6,8 @@ The tests run in file order and share one rack; each step builds on the previous
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import time
-from collections.abc import Callable
 
 import yaml
 
@@ -21,6 +19,7 @@ from tests.rack import healthy_probes
 from tests.rack.conftest import ROOT, converge
 from tests.rack.handlers import handlers_run, predicted
 from tests.rack.rack import Rack
+from tests.rack.slurm_state import slurm_nodes, wait_for
 
 
 def _squeue_state(rack: Rack, job: str) -> str:
@@ -66,23 +65,6 @@ def test_first_converge_succeeds(rack: Rack) -> None:
     assert all(c["failed"] == 0 and c["unreachable"] == 0 for c in run.recap().values())
 
 
-def _slurm_nodes(rack: Rack, *nodes: str) -> dict[str, tuple[str, str]]:
-    """{node: (State, Reason)} as slurmctld has them (Reason without its [user@time] stamp)."""
-    found = {}
-    for line in rack.ssh("ctl", f"scontrol show node {','.join(nodes)} --oneliner").splitlines():
-        fields = dict(re.findall(r"(\w+)=(\S*)", line.split(" Reason=")[0]))
-        reason = line.split(" Reason=", 1)[1] if " Reason=" in line else ""
-        found[fields["NodeName"]] = (fields["State"], re.sub(r" \[[^]]*@[^]]*\]$", "", reason.strip()))
-    return found
-
-
-def _wait_for(what: str, check: Callable[[], bool], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(1)
-
-
 def _accept(rack: Rack, healthy: list[int]) -> dict[str, dict[str, object]]:
     """Run accept.yml with the healthy samples on the given nodes; return the node reports by host."""
     run, hosts = healthy_probes.accept(rack, healthy)
@@ -92,11 +74,11 @@ def _accept(rack: Rack, healthy: list[int]) -> dict[str, dict[str, object]]:
 
 def test_new_nodes_register_drained_awaiting_acceptance(rack: Rack) -> None:
     """Nothing runs on a node before its hardware checks pass: slurmd registers it drained."""
-    _wait_for(
+    wait_for(
         "three registered nodes",
-        lambda: {s for s, _ in _slurm_nodes(rack, "n1", "n2", "n3").values()} == {"IDLE+DRAIN"},
+        lambda: {s for s, _ in slurm_nodes(rack, "n1", "n2", "n3").values()} == {"IDLE+DRAIN"},
     )
-    assert _slurm_nodes(rack, "n1", "n2", "n3") == dict.fromkeys(
+    assert slurm_nodes(rack, "n1", "n2", "n3") == dict.fromkeys(
         ["n1", "n2", "n3"], ("IDLE+DRAIN", AWAITING_REASON)
     )
     refused = rack.ssh("ctl", "srun --immediate=5 -N1 true 2>&1", check=False)
@@ -290,8 +272,8 @@ def test_a_down_node_does_not_stop_the_rest(rack: Rack) -> None:
         assert all(recap[h]["failed"] == 0 and recap[h]["unreachable"] == 0 for h in ("ctl", "n1", "n3"))
     finally:
         rack.start_node("n2")
-    again = converge(rack)
-    assert again.rc == 0, again.output[-3000:]
+    # n2 missed nothing (no change came while it was down): the next test's converge, with n2 back, is
+    # the run that shows it catches up.
 
 
 def test_partition_change_keeps_running_jobs(rack: Rack) -> None:
@@ -338,8 +320,8 @@ def test_a_rack_added_to_a_busy_cluster_converges_in_one_limited_run_and_awaits_
     assert "Restart slurmd" not in done and "Drain the node before restarting slurmd" not in done, done
     assert _squeue_state(rack, job) == "RUNNING"
     assert rack.ssh("ctl", "sinfo -h -n n1 -o %T").strip() in {"mixed", "allocated"}
-    _wait_for("n4 registers", lambda: _slurm_nodes(rack, "n4")["n4"][0] == "IDLE+DRAIN")
-    assert _slurm_nodes(rack, "n4")["n4"] == ("IDLE+DRAIN", AWAITING_REASON)
+    wait_for("n4 registers", lambda: slurm_nodes(rack, "n4")["n4"][0] == "IDLE+DRAIN")
+    assert slurm_nodes(rack, "n4")["n4"] == ("IDLE+DRAIN", AWAITING_REASON)
     again = converge(rack, *limit)
     assert again.rc == 0 and all(c["changed"] == 0 for c in again.recap().values()), again.output[-3000:]
     assert _squeue_state(rack, job) == "RUNNING"
@@ -355,7 +337,7 @@ def test_acceptance_fails_the_new_rack_skips_busy_nodes_and_keeps_an_operators_d
     assert _squeue_state(rack, job) == "RUNNING"
     assert (hosts["n2"]["passed"], hosts["n2"]["admission"]) == (True, "passed: already in service")
     assert hosts["n3"]["passed"] is True
-    assert _slurm_nodes(rack, "n3")["n3"] == ("IDLE+DRAIN", "bad DIMM B2")
+    assert slurm_nodes(rack, "n3")["n3"] == ("IDLE+DRAIN", "bad DIMM B2")
     assert hosts["n4"]["passed"] is False
     name = yaml.safe_load(rack.cluster_file.read_text())["name"]
     reports = ROOT / "build" / "accept" / name
@@ -375,7 +357,7 @@ def test_acceptance_fails_the_new_rack_skips_busy_nodes_and_keeps_an_operators_d
         n: checks[n]["status"] for n in hardware
     }
     assert "expected 8 × NVIDIA H100 80GB HBM3, found 0 GPUs" in checks["gpu_count"]["message"]
-    state, reason = _slurm_nodes(rack, "n4")["n4"]
+    state, reason = slurm_nodes(rack, "n4")["n4"]
     assert state == "IDLE+DRAIN" and reason.startswith("gpucluster accept: gpu_count: expected 8 x"), reason
     summary = (reports / "summary.md").read_text()
     assert f"| n1 | skipped: runs job(s) {job}; not probed |" in summary

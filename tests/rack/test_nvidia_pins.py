@@ -29,9 +29,11 @@ from gpucluster.clusterfile import load
 from tests.rack import cloud_image, efa_mimic
 from tests.rack import nvidia_mimic as mimic
 from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
+from tests.rack.handlers import handlers_run
 from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
 from tests.rack.rack import Rack, down
 from tests.rack.sh import run
+from tests.rack.slurm_state import slurm_nodes, wait_for
 
 RACK = "p"
 PORT = 8570
@@ -398,3 +400,121 @@ def test_the_image_carries_no_secret_and_no_cluster_state(pinned: Pinned) -> Non
         )
         assert found.stdout == "", found.stdout
     assert image.manifest["gpucluster_image_hosts"] == IMAGE_NODE
+
+
+# ------------------------------------------------------------------------------ rolling driver upgrades
+
+
+@dataclass
+class Rolled:
+    """A driver bump converged while a job ran on n2: the job, the run, and which nodes kept /run."""
+
+    job: str
+    run: Playbook
+    booted_before: dict[str, bool]
+
+
+BOOT_MARKER = "/run/gpucluster-test-before-the-roll"  # /run is empty after a reboot
+
+
+def _slurm_node(rack: Rack, node: str) -> tuple[str, str]:
+    return slurm_nodes(rack, node)[node]
+
+
+def _job_state(rack: Rack, job: str) -> str:
+    return _sh(rack, "ctl", f"squeue -h -j {job} -o %T").strip()
+
+
+@pytest.fixture(scope="module")
+def rolled(pinned: Pinned) -> Rolled:
+    """The pin bumped to the mimic's newer release and reboots allowed, with a job running on n2."""
+    rack = pinned.rack
+    if pinned.second.rc != 0:
+        pytest.fail("the converge at the pin failed: nothing to roll")
+    # Acceptance is not this module's subject: the nodes go into service directly.
+    rack.ssh("ctl", "scontrol update nodename=n1,n2 state=RESUME")
+    job = rack.ssh("ctl", "sbatch --parsable -w n2 -N1 --wrap 'sleep 1200'").strip()
+    wait_for("the job runs on n2", lambda: _job_state(rack, job) == "RUNNING")
+    for node in NODES:
+        rack.ssh(node, f"touch {BOOT_MARKER}")
+    (rack.state / "group_vars" / "all.yml").write_text("gpu_nvidia_driver_reboot: true\n")
+    _write_cluster_file(rack, mimic.NEWER)
+    run = _run(rack)
+    booted_before = {
+        node: _sh(rack, node, f"test -e {BOOT_MARKER} && echo yes").strip() == "yes" for node in NODES
+    }
+    return Rolled(job, run, booted_before)
+
+
+def test_a_driver_bump_reboots_the_idle_node_through_slurm(rolled: Rolled) -> None:
+    assert rolled.run.rc == 0, rolled.run.output[-6000:]
+    assert rolled.booted_before["n1"] is False  # n1 rebooted
+    done = handlers_run(rolled.run.output)
+    assert done.get("Ask slurmctld to reboot the node into the new driver once it is idle") == {"n1"}, done
+    assert done.get("Wait until slurmctld takes the node back, after its reboot and boot check") == {"n1"}
+
+
+def test_the_rebooted_node_runs_the_new_driver_and_is_back_in_service(pinned: Pinned, rolled: Rolled) -> None:
+    rack = pinned.rack
+    installed = _installed(rack, "n1")
+    assert {name: installed.get(name) for name in DEBIAN_DRIVER} == dict.fromkeys(
+        DEBIAN_DRIVER, f"{mimic.NEWER}-1"
+    )
+    assert set(_sh(rack, "n1", "nvidia-smi --query-gpu=driver_version --format=csv,noheader").split()) == {
+        mimic.NEWER
+    }
+    assert _sh(rack, "n1", "cat /etc/gpucluster/nvidia-driver.pin").strip() == mimic.NEWER
+    assert set(_sh(rack, "n1", "apt-mark showhold").split()) >= DEBIAN_DRIVER  # held again after the upgrade
+    journal = _sh(rack, "n1", "journalctl -b -u gpucluster-driver-check --no-pager -o cat")
+    assert f"NVML reports driver {mimic.NEWER} on every GPU, as pinned" in journal, journal
+    assert _slurm_node(rack, "n1") == ("IDLE", "")
+    log = _sh(rack, "ctl", "grep -i reboot /var/log/slurm/slurmctld.log")
+    assert "n1" in log, log
+
+
+def test_a_node_running_a_job_is_deferred_not_waited_on_and_its_job_keeps_running(
+    pinned: Pinned, rolled: Rolled
+) -> None:
+    rack = pinned.rack
+    assert f"n2 runs job(s) {rolled.job}; the next run takes it" in rolled.run.output, rolled.run.output[
+        -6000:
+    ]
+    assert _job_state(rack, rolled.job) == "RUNNING"
+    assert rolled.booted_before["n2"] is True
+    installed = _installed(rack, "n2")
+    assert {name: installed.get(name) for name in UBUNTU_DRIVER} == dict.fromkeys(
+        UBUNTU_DRIVER, f"{mimic.PINNED}-1"
+    )
+    assert _sh(rack, "n2", "cat /etc/gpucluster/nvidia-driver.pin").strip() == mimic.PINNED
+    assert _slurm_node(rack, "n2")[0] in {"ALLOCATED", "MIXED"}  # not drained
+
+
+def _changed_tasks(output: str, host: str) -> list[str]:
+    """The tasks and handlers that reported a change on host, from ansible-playbook's output."""
+    found, current = [], ""
+    for line in output.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [")):
+            current = line.split("[", 1)[1].rsplit("]", 1)[0]
+        elif line.startswith(f"changed: [{host}]"):
+            found.append(current)
+    return found
+
+
+def test_after_the_roll_a_node_is_unchanged_and_one_whose_driver_does_not_load_stays_out_of_slurm(
+    pinned: Pinned, rolled: Rolled
+) -> None:
+    rack = pinned.rack
+    rack.ssh("ctl", f"scancel {rolled.job}")
+    wait_for("n2 is idle", lambda: _slurm_node(rack, "n2")[0] == "IDLE")
+    # A DKMS build that failed for the new release: no module loads at the next boot.
+    rack.ssh("n2", f"mkdir -p {Path(mimic.NO_MODULE_FLAG).parent} && touch {mimic.NO_MODULE_FLAG}")
+    run = _run(rack, "--limit", "n1,n2", "--tags", "gpu_nvidia_driver")
+    assert run.rc != 0
+    assert _changed_tasks(run.output, "n1") == [], run.output[-6000:]
+    state, reason = _slurm_node(rack, "n2")
+    assert state.startswith("DOWN"), (state, reason)
+    assert reason.startswith("gpucluster boot check: nvidia-smi failed (9)"), reason
+    assert reason.endswith(f"pinned {mimic.NEWER}"), reason
+    assert reason in run.output, run.output[-6000:]
+    assert _sh(rack, "n2", "systemctl is-active slurmd").strip() != "active"
+    assert _sh(rack, "n2", f"test -e {BOOT_MARKER} && echo yes").strip() == ""  # it did reboot

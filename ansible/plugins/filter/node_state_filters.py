@@ -9,6 +9,7 @@ of a converged rack runs one module per role and only the tasks (and handlers) o
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 
@@ -52,6 +53,13 @@ def packages_unheld(state: dict[str, Any], wanted: list[str]) -> list[str]:
     return [name for name in wanted if name not in held]
 
 
+def packages_off_version(state: dict[str, Any], wanted: list[str], version: str) -> list[str]:
+    """The wanted packages missing or installed at another release than version (dpkg's or rpm's form)."""
+    versions = state.get("versions", {}) if isinstance(state, dict) else {}
+    release = re.compile(rf"^([0-9]+:)?{re.escape(version)}([-.]|$)")
+    return [name for name in wanted if not release.match(str(versions.get(name, "")))]
+
+
 def not_offered(state: dict[str, Any]) -> list[list[str]]:
     """[package, newest offered version (or 'nothing'), wanted glob] for each offer read without a match."""
     offers = state.get("offers", {}) if isinstance(state, dict) else {}
@@ -72,5 +80,6 @@ class FilterModule:
             "service_current": service_current,
             "packages_missing": packages_missing,
             "packages_unheld": packages_unheld,
+            "packages_off_version": packages_off_version,
             "not_offered": not_offered,
         }

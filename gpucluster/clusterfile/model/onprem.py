@@ -96,6 +96,17 @@ class ServiceHost(Host):
     roles: list[Literal["controller", "accounting", "login"]] = Field(default_factory=list)
 
 
+class Reboots(Strict):
+    """How many rack nodes a driver or kernel change may take out of service at once."""
+
+    max_nodes: PositiveInt = 2  # in the whole cluster
+    # of one rack, rounded down but at least one node: a rack of 4 at 25 % reboots one node at a time
+    max_rack_percent: Annotated[int, Field(ge=1, le=100)] = 25
+    # A node not back (registered again) this long after slurmd ran RebootProgram goes DOWN: servers with
+    # large memory and many devices take minutes in firmware.
+    timeout_s: Annotated[int, Field(ge=60, le=7200)] = 900
+
+
 class OnPrem(Strict):
     """Racks in our own server rooms."""
 
@@ -107,6 +118,7 @@ class OnPrem(Strict):
     time_servers: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9.:-]+$")]] = Field(
         default_factory=list
     )
+    reboots: Reboots = Reboots()
     profiles: dict[Name, HardwareProfile] = Field(default_factory=dict)
     service_hosts: list[ServiceHost] = Field(default_factory=list)
     racks: list[Rack] = Field(default_factory=list)

@@ -1,0 +1,27 @@
+"""What slurmctld says about rack nodes, and waiting for it: shared by the rack modules."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+
+from tests.rack.rack import Rack
+
+
+def slurm_nodes(rack: Rack, *nodes: str) -> dict[str, tuple[str, str]]:
+    """{node: (State, Reason)} as slurmctld has them (Reason without its [user@time] stamp)."""
+    found = {}
+    for line in rack.ssh("ctl", f"scontrol show node {','.join(nodes)} --oneliner").splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line.split(" Reason=")[0]))
+        reason = line.split(" Reason=", 1)[1] if " Reason=" in line else ""
+        found[fields["NodeName"]] = (fields["State"], re.sub(r" \[[^]]*@[^]]*\]$", "", reason.strip()))
+    return found
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout_s: float = 60) -> None:
+    """Poll check every second until it holds; fail naming what did not happen in time."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out: {what}"
+        time.sleep(1)
