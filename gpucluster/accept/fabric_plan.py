@@ -27,6 +27,7 @@ class Launch:
     reservation: str
     all_reduce_perf: str
     time_limit_min: int = 15
+    wait_for_nodes_s: int = 300
     mpi: str = "pmix"
 
 
@@ -80,7 +81,9 @@ def srun_argv(nodes: Sequence[Declared], launch: Launch) -> tuple[str, ...]:
         "--exclusive",
         f"--mpi={launch.mpi}",
         f"--time={launch.time_limit_min}",
-        "--immediate=60",
+        # A run waits this long for its nodes: after a failed launch they stay COMPLETING while slurmd
+        # cleans up (KillWait and more); the next pair must not fail for that.
+        f"--immediate={launch.wait_for_nodes_s}",
         "--job-name=gpucluster-accept-fabric",
         launch.all_reduce_perf,
         *("-b", size, "-e", size, "-f", "2", "-g", str(gpus // ranks)),
