@@ -70,7 +70,7 @@ def plan(
 ) -> Plan:
     """Decide, without side effects, from the instances (read first) and the node states.
 
-    resumed: node → epoch seconds at which the ResumeProgram last took it.
+    resumed: node → when its current power-up began (ResumeMarks.since; infinity: not yet resumed again).
     """
     result = Plan()
     live, gone = _by_node(cfg, instances, now, result)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from gpucluster.power import fleet
 from gpucluster.power.hostlists import expand
 from gpucluster.power.log import log
 from gpucluster.power.resume import clients, program_arguments
+from gpucluster.power.resume_marks import ResumeMarks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg, hostlist = arguments
     ec2, _ = clients(cfg)
     nodes = [node for node in expand(hostlist) if cfg.group_of(node) is not None]
+    ResumeMarks(cfg.state_dir).mark_suspended(nodes, time.time())
     terminated = fleet.terminate(ec2, cfg, nodes)
     line = f"terminated {len(terminated)} instance(s) of {len(nodes)} node(s): {' '.join(terminated)}"
     print(line)

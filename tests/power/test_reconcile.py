@@ -7,8 +7,10 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from gpucluster.names import CLUSTER_TAG, NODE_TAG
-from gpucluster.power import fleet, reconcile, resume
+from gpucluster.power import fleet, reconcile, resume, suspend
 from gpucluster.power.resume import Request
 from gpucluster.power.resume_marks import ResumeMarks
 from gpucluster.power.slurm import NodeState, parse_nodes
@@ -123,6 +125,29 @@ def test_a_node_resumed_again_is_not_judged_by_its_previous_instance(aws: Aws, s
     )
     decided = reconcile.plan(aws.cfg, [old, new], slurm.states, t0 + 130, {"p5-od-1": t0 + 120})
     assert decided.down == {"p5-od-1": "gpucluster: instance i-new terminated while booting"}
+
+
+def test_a_node_allocated_before_its_resume_program_ran_is_not_judged_by_the_power_up_before(
+    aws: Aws, slurm: RecordingSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The test rack's twice-requeued job: slurmctld marks a node POWERING_UP when it allocates it, about a
+    # second before its ResumeProgram runs; a pass in between saw the previous power-up's resume mark.
+    first = _launch(aws, slurm, "p5-spot-1")["p5-spot-1"]
+    aws.ec2.terminate_instances(InstanceIds=[first])  # reclaimed; the node went DOWN and was powered down:
+    config_file = tmp_path / "power.json"
+    config_file.write_text(aws.cfg.to_json())
+    monkeypatch.setenv("GPUCLUSTER_POWER_CONFIG", str(config_file))
+    assert suspend.main(["p5-spot-1"]) == 0  # the real SuspendProgram marks the power-down
+    slurm.states = {"p5-spot-1": _state("p5-spot-1", "ALLOCATED+CLOUD+POWERING_UP")}
+    assert reconcile.reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm).down == {}
+    # Once its ResumeProgram has run, an instance of this power-up that ends while it boots does count.
+    second = _launch(aws, slurm, "p5-spot-1")["p5-spot-1"]
+    aws.ec2.terminate_instances(InstanceIds=[second])
+    decided = reconcile.reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm)
+    # (Within a second here, and moto's launch times have whole seconds, so either instance may be named.)
+    assert list(decided.down) == ["p5-spot-1"] and decided.down["p5-spot-1"].endswith(
+        "terminated while booting"
+    )
 
 
 def test_without_a_resume_mark_a_booting_node_is_left_to_resume_timeout(
