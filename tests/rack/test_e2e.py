@@ -110,9 +110,11 @@ def test_the_fabric_gate_fails_clearly_where_mpi_cannot_launch_and_the_nodes_sta
 def test_acceptance_admits_the_nodes_that_pass(rack: Rack) -> None:
     # What gpu_nccl's OpenMPI brings on a node with CUDA: Debian's mpi/pmix_v4 plugin dlopens the unversioned
     # libpmix.so of libpmix-dev (libpmix2 alone still fails), so srun --mpi=pmix launches the healthy probes.
+    # slurmd loads the plugin when it starts, so the role restarts a slurmd that ran before (its handler);
+    # without that the launch failed ("_send_slurmstepd_init failed") and slurmd stopped answering.
     install = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libpmix-dev"
     for node in ("n1", "n2", "n3"):
-        rack.ssh(node, install)
+        rack.ssh(node, f"{install} && systemctl restart slurmd")
     hosts = _accept(rack, healthy=[1, 2, 3])
     assert {h: (r["passed"], r["admission"]) for h, r in hosts.items()} == dict.fromkeys(
         ["n1", "n2", "n3"], (True, "passed: its acceptance drain is lifted")
