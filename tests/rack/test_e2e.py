@@ -6,6 +6,7 @@ The tests run in file order and share one rack; each step builds on the previous
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 
@@ -37,6 +38,10 @@ def _running_job(rack: Rack, sbatch_args: str) -> str:
 
 
 def test_a_slurm_pin_the_distribution_cannot_meet_is_refused_before_anything_is_installed(rack: Rack) -> None:
+    # Acceptance summaries cover every report in the directory: none may be left from an earlier run.
+    shutil.rmtree(
+        ROOT / "build" / "accept" / yaml.safe_load(rack.cluster_file.read_text())["name"], ignore_errors=True
+    )
     original = rack.cluster_file.read_text()
     cluster = yaml.safe_load(original)
     cluster["versions"]["slurm"] = "24.05.8"  # Debian 12 ships 22.05.8
@@ -101,7 +106,7 @@ def test_the_fabric_gate_fails_clearly_where_mpi_cannot_launch_and_the_nodes_sta
     runs = json.loads((ROOT / "build" / "accept" / name / "_fabric.observations.json").read_text())
     ran = [(r["name"], r["rc"]) for r in runs["runs"]]
     assert ran == [("all", 1), ("n1+n2", 1), ("n2+n3", 1), ("n3+n1", 1)], ran
-    for node, (state, reason) in _slurm_nodes(rack, "n1", "n2", "n3").items():
+    for node, (state, reason) in slurm_nodes(rack, "n1", "n2", "n3").items():
         assert state == "IDLE+DRAIN", node
         assert reason.startswith("gpucluster accept: nccl_multi_node: expected"), reason
     assert "No reservations in the system" in rack.ssh("ctl", "scontrol show reservation")
