@@ -327,6 +327,12 @@ def test_a_rack_added_to_a_busy_cluster_converges_in_one_limited_run_and_awaits_
     assert "Restart slurmd" not in done and "Drain the node before restarting slurmd" not in done, done
     assert _squeue_state(rack, job) == "RUNNING"
     assert rack.ssh("ctl", "sinfo -h -n n1 -o %T").strip() in {"mixed", "allocated"}
+    # The nodes outside --limit know the new one: the controller wrote their hosts block and slurm.conf.
+    for node in ("n1", "n2", "n3"):
+        assert spare.address in rack.ssh(node, "grep -w n4 /etc/hosts", check=False), node
+        assert rack.ssh(node, "md5sum < /etc/slurm/slurm.conf") == rack.ssh(
+            "ctl", "md5sum < /etc/slurm/slurm.conf"
+        )
     wait_for("n4 registers", lambda: slurm_nodes(rack, "n4")["n4"][0] == "IDLE+DRAIN")
     assert slurm_nodes(rack, "n4")["n4"] == ("IDLE+DRAIN", AWAITING_REASON)
     again = converge(rack, *limit)
