@@ -88,7 +88,9 @@ def boot(node: Node, *, fresh_clock: bool = False, capabilities: tuple[str, ...]
     join = "; ".join(f"echo $$ > {d}/cgroup.procs" for d in node.cgroup_dirs())
     # A reboot inside the container ends nspawn with status 133 (systemd-nspawn(1), "EXIT STATUS"); the
     # loop boots it again, as a machine's firmware would, always with a fresh clock: slurmctld takes a
-    # node back from `scontrol reboot` only once it reports a boot time after the request.
+    # node back from `scontrol reboot` only once it reports a boot time after the request. Whole seconds
+    # on both sides: a container back within the request's second was never taken back (seen in CI, the
+    # play waited out the reboot timeout), so it waits 2 s first; real firmware takes minutes.
     fresh = "unshare --time --boottime -$(cut -d. -f1 /proc/uptime) "
     nspawn = (
         "systemd-nspawn --boot --register=no --keep-unit --console=passive "
@@ -105,7 +107,7 @@ def boot(node: Node, *, fresh_clock: bool = False, capabilities: tuple[str, ...]
         "trap 'kill -TERM $child 2>/dev/null; wait $child; exit 143' TERM; "
         f"clock='{'fresh' if fresh_clock else ''}'; rc=133; while [ $rc -eq 133 ]; do "
         f'if [ -n "$clock" ]; then {fresh}{nspawn} & else {nspawn} & fi; '
-        "child=$!; wait $child; rc=$?; clock=fresh; done; exit $rc"
+        "child=$!; wait $child; rc=$?; clock=fresh; if [ $rc -eq 133 ]; then sleep 2; fi; done; exit $rc"
     )
     with (node.state / "nspawn.log").open("ab") as log:
         process = subprocess.Popen(
