@@ -19,7 +19,7 @@ from gpucluster import names
 from gpucluster.power import config, fleet, spot_events
 from gpucluster.power.log import log
 from gpucluster.power.resume import clients, load_config, sqs_client
-from gpucluster.power.resume_marks import ResumeMarks
+from gpucluster.power.resume_marks import ResumeMarks, of_power_up
 from gpucluster.power.slurm import NodeState, Scontrol, Slurm
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def _this_power_up(gone: list[fleet.Instance], resumed: float | None) -> list[fl
     """
     if resumed is None:
         return []  # no mark: only ResumeTimeout judges this boot
-    return [i for i in gone if i.launched >= resumed - LAUNCH_CLOCK_SLACK_S]
+    return [i for i in gone if of_power_up(i.launched, resumed, LAUNCH_CLOCK_SLACK_S)]
 
 
 def _by_node(

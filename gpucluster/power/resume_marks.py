@@ -39,6 +39,14 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
+def of_power_up(launched: float, since: float, slack_s: float) -> bool:
+    """Whether an instance launched at `launched` belongs to the power-up that began at `since`.
+
+    slack_s: EC2's LaunchTime and the controller's clock may differ a little.
+    """
+    return launched >= since - slack_s
+
+
 class ResumeMarks:
     """Per-node epoch seconds at which the ResumeProgram began to launch it, and the last power-down."""
 

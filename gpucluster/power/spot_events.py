@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpucluster.names import POWER_REASON
 from gpucluster.power import fleet
+from gpucluster.power.resume_marks import of_power_up
 from gpucluster.power.slurm import Slurm
 
 if TYPE_CHECKING:
@@ -87,7 +88,11 @@ def current_nodes(
         if not instance.node:
             continue
         mark = resumed.get(instance.node)
-        own = instance is newest[instance.node] if mark is None else instance.launched >= mark - slack_s
+        own = (
+            instance is newest[instance.node]
+            if mark is None
+            else of_power_up(instance.launched, mark, slack_s)
+        )
         if own:
             current[instance.id] = instance.node
     return current
