@@ -74,6 +74,9 @@ def image_resource_name(cluster_name: str, part: str) -> str:
 
 
 POWER_REASON = "gpucluster: "  # starts every node reason the power programs set (the spot agent's too)
+# The ResumeProgram's reason when a mixed group's GPU models together reach its max_count; the reconciler
+# keeps such nodes DOWN for the unavailable window, like a capacity error.
+MAX_COUNT_REFUSAL = "group at max_count"
 POWER_BIN = "/opt/gpucluster/bin"  # the controller's virtual environment of the power programs
 POWER_CONFIG = "/etc/gpucluster/power.json"  # what the power programs know, rendered from the cluster file
 

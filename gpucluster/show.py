@@ -47,11 +47,11 @@ def _title(cluster: Cluster, source: str) -> str:
 
 
 def _nodes(groups: list[NodeGroup]) -> int:
-    return sum(len(g.hosts) for g in groups)
+    return sum(g.max_nodes for g in groups)
 
 
 def _gpus(groups: list[NodeGroup]) -> int:
-    return sum(len(g.hosts) * g.gpu_count for g in groups)
+    return sum(g.max_nodes * g.gpu_count for g in groups)
 
 
 def _rack_line(group: NodeGroup) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from ipaddress import IPv4Address
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from gpucluster.clusterfile.catalog.hardware import (
     FABRICS,
@@ -35,6 +35,25 @@ class Node:
 
 
 @dataclass(frozen=True)
+class GpuVariant:
+    """The nodes of a group that carry one GPU model, and (cloud groups) the instance types behind them."""
+
+    gpu: GpuModel
+    nodes: tuple[Node, ...]
+    instance_types: tuple[str, ...] = ()  # empty for racks
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """Slurm node names of this model's nodes."""
+        return tuple(node.name for node in self.nodes)
+
+    @property
+    def name_prefix(self) -> str:
+        """What a cloud variant's names `<prefix>-<n>` start with (e.g. p5-spot, p5-spot-h200)."""
+        return self.nodes[0].name.rpartition("-")[0] if self.nodes else ""
+
+
+@dataclass(frozen=True)
 class NodeGroup:
     """GPU nodes with identical hardware: one rack or one capacity group.
 
@@ -59,7 +78,15 @@ class NodeGroup:
     nvswitch: bool
     profile: str  # hardware profile name, or the instance type for AWS groups
     hardware_profile: HardwareProfile | None  # the rack's profile; None for AWS capacity groups
-    gpu_typed: bool = True  # False: a cloud group that declares mixed GPU models; Slurm sees gpu:N only
+    # One entry per GPU model the group's nodes carry: one for racks and most cloud groups; a cloud group
+    # that declares mixed_gpus has one per model, each under its own node names (see gpu_variants).
+    variants: tuple[GpuVariant, ...] = ()
+    max_running: int | None = None  # a mixed cloud group: the one max_count its models' names share
+
+    @property
+    def max_nodes(self) -> int:
+        """Most nodes the group runs at once (capacity for cost; a mixed group's names exceed it)."""
+        return self.max_running if self.max_running is not None else len(self.nodes)
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -110,7 +137,7 @@ def node_groups(cluster: Cluster) -> list[NodeGroup]:
 def _rack_group(cluster: Cluster, rack: Rack) -> NodeGroup:
     assert cluster.onprem is not None
     profile = cluster.onprem.profiles[rack.profile]
-    return NodeGroup(
+    group = NodeGroup(
         name=rack.name,
         site="onprem",
         nodes=tuple(Node(h.name, h.address, h.ipoib_address) for h in rack_hosts(rack)),
@@ -127,14 +154,19 @@ def _rack_group(cluster: Cluster, rack: Rack) -> NodeGroup:
         profile=rack.profile,
         hardware_profile=profile,
     )
+    return replace(group, variants=(GpuVariant(group.gpu, group.nodes),))
 
 
 def _cloud_group(group: CapacityGroup) -> NodeGroup:
     itype = INSTANCE_TYPES[group.instance_type]
+    variants = tuple(
+        GpuVariant(GPU_MODELS[v.model], tuple(Node(name, None) for name in v.names), v.instance_types)
+        for v in cloud_variants(group)
+    )
     return NodeGroup(
         name=group.name,
         site="aws",
-        nodes=tuple(Node(name, None) for name in cloud_node_names(group.name, group.max_count)),
+        nodes=tuple(node for variant in variants for node in variant.nodes),
         gpu=GPU_MODELS[itype.gpu],
         gpu_count=itype.gpu_count,
         sockets=itype.sockets,
@@ -147,8 +179,44 @@ def _cloud_group(group: CapacityGroup) -> NodeGroup:
         nvswitch=itype.gpu_count == 8,
         profile=group.instance_type,
         hardware_profile=None,
-        gpu_typed=not group.mixed_gpus,
+        variants=variants,
+        max_running=group.max_count if len(variants) > 1 else None,
     )
+
+
+class CloudVariant(NamedTuple):
+    """The node names of one GPU model of a capacity group and the instance types launched under them."""
+
+    model: str  # GPU model key in the catalog
+    instance_types: tuple[str, ...]
+    prefix: str  # the names are `<prefix>-1` … `<prefix>-<max_count>`
+    names: list[str]
+
+
+def cloud_variants(group: CapacityGroup) -> list[CloudVariant]:
+    """One entry per GPU model a capacity group may launch, its primary type's model first.
+
+    One entry, `<group>-1…N` launching every type, unless the group declares mixed_gpus: then each model
+    gets its own names so its Slurm line can name its GRES type, the primary's model keeping
+    `<group>-<n>` and each other model `<group>-<type>-<n>` (e.g. p5-spot-h200-1). Each model may use
+    every one of the max_count names; the ResumeProgram holds the group to max_count in all. Types
+    missing from the catalog are left out (the validator reports them).
+    """
+    types = [t for t in (group.instance_type, *group.fallback_instance_types) if t in INSTANCE_TYPES]
+    by_model: dict[str, list[str]] = {}
+    for name in types:
+        by_model.setdefault(INSTANCE_TYPES[name].gpu if group.mixed_gpus else "", []).append(name)
+    if not group.mixed_gpus or len(by_model) < 2:
+        model = INSTANCE_TYPES[types[0]].gpu if types else ""
+        return [CloudVariant(model, tuple(types), group.name, cloud_node_names(group.name, group.max_count))]
+    primary = INSTANCE_TYPES[types[0]].gpu
+    variants = []
+    for model, members in by_model.items():
+        prefix = group.name if model == primary else f"{group.name}-{GPU_MODELS[model].slurm_type}"
+        variants.append(
+            CloudVariant(model, tuple(members), prefix, cloud_node_names(prefix, group.max_count))
+        )
+    return variants
 
 
 def node_line_differences(primary: InstanceType, other: InstanceType, *, gpu_model: bool = True) -> list[str]:

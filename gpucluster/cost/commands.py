@@ -84,7 +84,7 @@ def _sacct_utilization(cluster: Cluster, path: str) -> tuple[float, str]:
 
 
 def _cluster_gpus(cluster: Cluster) -> int:
-    return sum(len(g.hosts) * g.gpu_count for g in node_groups(cluster))
+    return sum(g.max_nodes * g.gpu_count for g in node_groups(cluster))
 
 
 def cmd_cost(args: argparse.Namespace) -> int:

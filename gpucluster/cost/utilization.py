@@ -114,7 +114,7 @@ def window_of(jobs: list[JobGpuTime]) -> tuple[datetime, datetime]:
 
 def partition_gpus(cluster: Cluster) -> dict[str, int]:
     """GPUs each partition can allocate: its node groups' nodes × GPUs per node."""
-    per_group = {g.name: len(g.hosts) * g.gpu_count for g in node_groups(cluster)}
+    per_group = {g.name: g.max_nodes * g.gpu_count for g in node_groups(cluster)}
     return {p.name: sum(per_group[name] for name in p.node_groups) for p in cluster.slurm.partitions}
 
 

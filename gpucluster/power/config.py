@@ -11,6 +11,7 @@ from gpucluster import names
 
 if TYPE_CHECKING:  # the controller runs the programs without the loader's dependencies
     from gpucluster.clusterfile.model import Cluster
+    from gpucluster.clusterfile.model.aws import CapacityGroup
 
 DEFAULT_PATH = Path(names.POWER_CONFIG)
 
@@ -24,15 +25,27 @@ class GroupConfig:
     instance_types: tuple[str, ...]
     max_count: int
     min_count: int = 0  # the first min_count nodes are static: kept powered up
+    # A group of mixed GPU models names each model's nodes apart (`<group>-<n>`, `<group>-h200-<n>` …):
+    # name prefix → the instance types launched under it. Empty: every `<group>-<n>` may launch any type.
+    models: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def static(self, node: str) -> bool:
-        """Whether node is one of the group's always-on nodes."""
-        return self.owns(node) and int(node.rpartition("-")[2]) <= self.min_count
+    def prefix_of(self, node: str) -> str | None:
+        """The name prefix of one of this group's Slurm node names (`<prefix>-<n>`), else None."""
+        prefix, _, number = node.rpartition("-")
+        known = prefix in self.models if self.models else prefix == self.name
+        return prefix if known and number.isdigit() and 1 <= int(number) <= self.max_count else None
 
     def owns(self, node: str) -> bool:
-        """Whether node is one of this group's Slurm node names (`<group>-<n>`)."""
-        prefix, _, number = node.rpartition("-")
-        return prefix == self.name and number.isdigit() and 1 <= int(number) <= self.max_count
+        """Whether node is one of this group's Slurm node names."""
+        return self.prefix_of(node) is not None
+
+    def static(self, node: str) -> bool:
+        """Whether node is one of the group's always-on nodes (the first min_count of its own names)."""
+        return self.prefix_of(node) == self.name and int(node.rpartition("-")[2]) <= self.min_count
+
+    def types_of(self, node: str) -> tuple[str, ...]:
+        """The instance types a node of this group may launch as."""
+        return self.models.get(self.prefix_of(node) or "", self.instance_types)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +87,7 @@ def from_cluster(cluster: Cluster) -> PowerConfig:
             instance_types=(group.instance_type, *group.fallback_instance_types),
             max_count=group.max_count,
             min_count=group.min_count,
+            models=_models(group),
         )
         for group in cluster.aws.capacity
     )
@@ -91,11 +105,26 @@ def from_cluster(cluster: Cluster) -> PowerConfig:
     )
 
 
+def _models(group: CapacityGroup) -> dict[str, tuple[str, ...]]:
+    """A mixed group's name prefix per GPU model with that model's instance types; {} for one model."""
+    # The power programs load this module on the controller; only rendering needs the catalog.
+    from gpucluster.clusterfile.nodes import cloud_variants  # noqa: PLC0415
+
+    variants = cloud_variants(group)
+    return {v.prefix: v.instance_types for v in variants} if len(variants) > 1 else {}
+
+
 def load(path: Path = DEFAULT_PATH) -> PowerConfig:
     """Read the configuration file."""
     data: dict[str, Any] = {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
     groups = tuple(
-        GroupConfig(**{**group, "instance_types": tuple(group["instance_types"])})
+        GroupConfig(
+            **{
+                **group,
+                "instance_types": tuple(group["instance_types"]),
+                "models": {prefix: tuple(types) for prefix, types in group.get("models", {}).items()},
+            }
+        )
         for group in data.pop("groups")
     )
     return PowerConfig(**data, groups=groups)

@@ -49,13 +49,20 @@ def with_throttle_retry(call: Callable[[], T], *, attempts: int = 6, base_s: flo
 
 
 def fleet_request(
-    config: PowerConfig, group: GroupConfig, deployed: DeployedGroup, count: int
+    config: PowerConfig,
+    group: GroupConfig,
+    deployed: DeployedGroup,
+    count: int,
+    instance_types: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
-    """The CreateFleet request: all-or-nothing (MinTargetCapacity) in one instance type and one AZ."""
+    """The CreateFleet request: all-or-nothing (MinTargetCapacity) in one instance type and one AZ.
+
+    instance_types: the types the nodes may launch as (one GPU model's, in a mixed group); default all.
+    """
     placement = {"Placement": {"GroupName": deployed.placement_group}} if deployed.placement_group else {}
     overrides = [
         {"InstanceType": t, "SubnetId": s, **placement}
-        for t in group.instance_types
+        for t in instance_types or group.instance_types
         for s in deployed.subnet_ids
     ]
     all_or_nothing = {"SingleInstanceType": True, "SingleAvailabilityZone": True, "MinTargetCapacity": count}
@@ -102,9 +109,12 @@ def fleet_request(
 def launch(
     ec2: EC2Client, config: PowerConfig, group: GroupConfig, deployed: DeployedGroup, nodes: list[str]
 ) -> Launch:
-    """Launch one instance per node, all or none, and tag each with its node name; never waits for boot."""
+    """Launch one instance per node, all or none, and tag each with its node name; never waits for boot.
+
+    The nodes share one name prefix (one GPU model of a mixed group): they launch as that model's types.
+    """
     result = Launch(group.name, list(nodes))
-    request = fleet_request(config, group, deployed, len(nodes))
+    request = fleet_request(config, group, deployed, len(nodes), group.types_of(nodes[0]))
     try:
         response = with_throttle_retry(lambda: ec2.create_fleet(**request))
     except ClientError as error:
@@ -158,12 +168,16 @@ class Instance:
         return self.state in ("pending", "running")
 
 
-def describe(ec2: EC2Client, config: PowerConfig, nodes: list[str] | None = None) -> list[Instance]:
-    """Every instance tagged for this cluster (only the named nodes' if given), in any state EC2 reports."""
+def describe(
+    ec2: EC2Client, config: PowerConfig, nodes: list[str] | None = None, group: str | None = None
+) -> list[Instance]:
+    """Every instance tagged for this cluster (only the named nodes' or group's if given), in any state."""
     found: list[Instance] = []
     filters: list[Any] = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [config.cluster]}]
     if nodes is not None:
         filters.append({"Name": f"tag:{NODE_TAG}", "Values": nodes})
+    if group is not None:
+        filters.append({"Name": f"tag:{GROUP_TAG}", "Values": [group]})
     for page in ec2.get_paginator("describe_instances").paginate(Filters=filters):
         for reservation in page["Reservations"]:
             for instance in reservation["Instances"]:

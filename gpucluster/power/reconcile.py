@@ -35,7 +35,7 @@ REASON_PREFIX = names.POWER_REASON
 SPOT_DRAIN = REASON_PREFIX + "spot "  # the reasons the spot agent and the events backstop drain with
 CAPACITY_ERRORS = ("InsufficientInstanceCapacity", "InstanceLimitExceeded", "VcpuLimitExceeded",
                    "MaxSpotInstanceCountExceeded", "InsufficientCapacity", "UnfulfillableCapacity",
-                   "group unavailable")  # fmt: skip
+                   "group unavailable", names.MAX_COUNT_REFUSAL)  # fmt: skip
 
 
 @dataclass

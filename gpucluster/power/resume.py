@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import boto3
 from botocore.config import Config
 
-from gpucluster.names import POWER_REASON
+from gpucluster.names import MAX_COUNT_REFUSAL, POWER_REASON
 from gpucluster.power import capacity, config, fleet
 from gpucluster.power.hostlists import expand
 from gpucluster.power.log import log
@@ -78,16 +78,17 @@ def resume(
     ResumeMarks(cfg.state_dir).mark([n for request in wanted for n in request.nodes], now)
     launches: list[fleet.Launch] = []
     for request in wanted:
-        by_group: dict[str, list[str]] = {}
+        # One launch per group and name prefix: a mixed group's GPU models launch apart, each as its types.
+        by_names: dict[tuple[str, str], list[str]] = {}
         for node in request.nodes:
             group = cfg.group_of(node)
             if group is None:
                 slurm.set_down([node], f"{POWER_REASON}not a cloud node of this cluster")
                 continue
-            by_group.setdefault(group.name, []).append(node)
-        for name, nodes in by_group.items():
+            by_names.setdefault((group.name, group.prefix_of(node) or group.name), []).append(node)
+        for (name, prefix), nodes in by_names.items():
             group = next(g for g in cfg.groups if g.name == name)
-            until = unavailable.until(name, now)
+            until = unavailable.until(prefix, now)
             if until is not None:
                 launch = fleet.Launch(
                     name,
@@ -96,14 +97,38 @@ def resume(
                 )
             elif name not in deployed:
                 launch = fleet.Launch(name, nodes, error=f"group not deployed ({cfg.capacity_parameter})")
+            elif (refusal := _past_max_count(ec2, cfg, group, nodes, launches)) is not None:
+                launch = fleet.Launch(name, nodes, error=refusal)
             else:
                 launch = fleet.launch(ec2, cfg, group, deployed[name], nodes)
                 if launch.error is not None:
-                    unavailable.mark(name, now + cfg.unavailable_seconds)
+                    unavailable.mark(prefix, now + cfg.unavailable_seconds)
             if launch.error is not None:
                 slurm.set_down(nodes, f"{POWER_REASON}{launch.error}"[:200])
             launches.append(launch)
     return launches
+
+
+def _past_max_count(
+    ec2: EC2Client,
+    cfg: config.PowerConfig,
+    group: config.GroupConfig,
+    nodes: list[str],
+    earlier: list[fleet.Launch],
+) -> str | None:
+    """Why launching nodes would pass a mixed group's max_count, or None when it would not.
+
+    Each GPU model of a mixed group has max_count names, so Slurm alone could run the group past its
+    cap; the group's live instances (and this call's earlier launches, which EC2 may not list yet)
+    count against it.
+    """
+    if not group.models:
+        return None
+    live = {i.id for i in fleet.describe(ec2, cfg, group=group.name) if i.live and i.node not in nodes}
+    live |= {i for launch in earlier if launch.group == group.name for i in launch.instances.values()}
+    if len(live) + len(nodes) <= group.max_count:
+        return None
+    return f"{MAX_COUNT_REFUSAL} {group.max_count}: {len(live)} running, {len(nodes)} more asked"
 
 
 def clients(cfg: config.PowerConfig) -> tuple[EC2Client, SSMClient]:

@@ -23,12 +23,12 @@ class ControllerHost:
 
 @dataclass(frozen=True)
 class NodeLine:
-    """One NodeName line of slurm.conf and its gres.conf counterpart."""
+    """One NodeName line of slurm.conf and its gres.conf counterpart: one GPU model of a node group."""
 
     group: NodeGroup
     hostlist: str
     gres: str
-    gres_type: str  # "" for a group of mixed GPU models: gres.conf then names no Type either
+    gres_type: str  # "" for a node without GPUs
     features: str
     cloud: bool
     weight: int  # Slurm fills lower weights first: racks, then paid-for blocks, spot, on-demand
@@ -44,6 +44,14 @@ class PartitionLine:
     max_time: str
     def_cpu_per_gpu: int | None  # None: the partition has no GPUs
     def_mem_per_gpu_mib: int | None
+
+
+@dataclass(frozen=True)
+class LeafSwitch:
+    """A topology.conf leaf switch: the nodes of one node group (rack or placement group)."""
+
+    name: str
+    hostlist: str
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,7 @@ class SlurmContext:
     has_cloud_nodes: bool
     max_node_count: int
     power: PowerLines | None
+    leaves: tuple[LeafSwitch, ...] = ()
     fabrics: tuple[FabricSwitch, ...] = ()
     allow_fabric_spanning: bool = False
     reboot_timeout_s: int | None = None  # rack nodes: how long `scontrol reboot` waits for one to return
@@ -117,15 +126,23 @@ def _host_address(cluster: Cluster, name: str) -> ControllerHost:
 WEIGHTS: Final = {"onprem": 1, "capacity-block": 10, "spot": 50, "on-demand": 100}
 
 
-def _node_line(group: NodeGroup, market: str) -> NodeLine:
-    # A group that declares mixed GPU models says only what is true of every instance: gpu:N, no type
-    # and no model feature, so `--gres=gpu:h100` or `--constraint=h100` never lands on another model.
-    gres_type = group.gpu.slurm_type if group.gpu_typed else ""
-    gres = ":".join(str(p) for p in ("gpu", gres_type, group.gpu_count) if p) if group.gpu_count else ""
-    features = ",".join(f for f in (group.site, group.name, gres_type) if f)
-    return NodeLine(
-        group, compress(list(group.hosts)), gres, gres_type, features, group.site == "aws", WEIGHTS[market]
-    )
+def _node_lines(group: NodeGroup, market: str) -> list[NodeLine]:
+    """One line per GPU model of the group, each naming its GRES type and model feature.
+
+    A cloud group of mixed GPU models has one line per model under its own names, so `--gres=gpu:h100`
+    or `--constraint=h100` never lands on another model; its other models weigh a little more, so the
+    primary type's names power up first.
+    """
+    lines = []
+    for rank, variant in enumerate(group.variants):
+        gres_type = variant.gpu.slurm_type if group.gpu_count else ""
+        gres = f"gpu:{gres_type}:{group.gpu_count}" if group.gpu_count else ""
+        features = ",".join(f for f in (group.site, group.name, gres_type) if f)
+        hostlist = compress(list(variant.hosts))
+        lines.append(
+            NodeLine(group, hostlist, gres, gres_type, features, group.site == "aws", WEIGHTS[market] + rank)
+        )
+    return lines
 
 
 def _power_lines(cluster: Cluster, groups: dict[str, NodeGroup]) -> PowerLines | None:
@@ -200,11 +217,12 @@ def slurm_context(cluster: Cluster) -> SlurmContext:
             if accounting.enabled
             else None
         ),
-        nodes=tuple(_node_line(g, markets.get(g.name, "onprem")) for g in groups.values()),
+        nodes=tuple(line for g in groups.values() for line in _node_lines(g, markets.get(g.name, "onprem"))),
         partitions=partitions,
         has_cloud_nodes=any(g.site == "aws" for g in groups.values()),
         max_node_count=sum(len(g.hosts) for g in groups.values()),
         power=_power_lines(cluster, groups),
+        leaves=tuple(LeafSwitch(g.name, compress(list(g.hosts))) for g in groups.values()),
         fabrics=_fabric_switches(list(groups.values())),
         allow_fabric_spanning=cluster.slurm.allow_fabric_spanning,
         reboot_timeout_s=(

@@ -56,6 +56,14 @@ def test_declared_mix_accepts_another_gpu_model_but_not_another_host() -> None:
     assert "memory 1152 GiB (not 2048 GiB)" in error
 
 
+def test_a_mixed_groups_model_names_may_not_collide_with_another_group() -> None:
+    data = _with_spot(fallback_instance_types=["p5e.48xlarge"], mixed_gpus=True)
+    data["aws"]["capacity"].append({"name": "p5-spot-h200", "instance_type": "p5e.48xlarge", "max_count": 2})
+    data["slurm"]["partitions"][-1]["node_groups"].append("p5-spot-h200")
+    errors = _errors(data)
+    assert any("p5-spot-h200-1" in error and "aws.capacity[" in error for error in errors), errors
+
+
 def test_needless_mix_is_a_warning() -> None:
     loaded = _load(_with_spot(fallback_instance_types=["p5.48xlarge"], mixed_gpus=True))
     assert [str(w).split(": ", 2)[1] for w in loaded.warnings] == ["warning"]

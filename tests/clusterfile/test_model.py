@@ -44,7 +44,13 @@ def test_node_groups_expand_ranges_and_cloud_names(example: Cluster) -> None:
     groups = {g.name: g for g in node_groups(example)}
     assert groups["rack-a"].hosts == ("gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04")
     assert str(groups["rack-a"].nodes[3].address) == "10.10.1.14"
-    assert groups["p5-spot"].hosts[-1] == "p5-spot-8"
+    # The spot group mixes p5 (H100) and p5e (H200): each model has its own names, the group one cap.
+    spot = groups["p5-spot"]
+    assert [(v.gpu.slurm_type, v.hosts[0], v.hosts[-1], v.instance_types) for v in spot.variants] == [
+        ("h100", "p5-spot-1", "p5-spot-8", ("p5.48xlarge",)),
+        ("h200", "p5-spot-h200-1", "p5-spot-h200-8", ("p5e.48xlarge",)),
+    ]
+    assert len(spot.hosts) == 16 and spot.max_nodes == 8 and groups["p5-od"].max_nodes == 4
     assert groups["p5-od"].fabric is not None and groups["p5-od"].fabric.kind == "efa"
 
 

@@ -38,6 +38,8 @@ IMAGE_ROOT = Path("/var/lib/gpucluster-rack-images/burst-node")
 USER = "alice"
 IDLE_S = 60  # idle_minutes: 1, the shortest the cluster file allows
 GROUPS = ("p5-spot", "p5-od")
+# A group of mixed GPU models (p5 H100 or p5e H200) with one instance in all: p5-mix-1, p5-mix-h200-1.
+MIXED = "p5-mix"
 BUCKET = "testrackc-checkpoints"  # the Checkpoints stack's bucket, made versioned in the emulated S3
 CHECKPOINT_INTERVAL_S = 10  # Young: sqrt(2 x 1 s write x 50 s between interruptions)
 
@@ -64,6 +66,7 @@ def _cluster_file(rack: Rack) -> dict[str, Any]:
         {"name": "debug", "node_groups": [f"rack-{rack.name}"], "default": True},
         {"name": "cloud", "node_groups": list(GROUPS)},
         {"name": "spot", "node_groups": ["p5-spot"]},
+        {"name": "mixed", "node_groups": [MIXED]},
     ]
     slurm["users"] = {"accounts": [{"name": USER, "uid": 2001}]}
     # Emulated p5 nodes are 2-core containers: register them as declared (test racks only).
@@ -90,6 +93,17 @@ def _cluster_file(rack: Rack) -> dict[str, Any]:
                 "resume_timeout_s": 240,
             }
             for name in GROUPS
+        ]
+        + [
+            {
+                "name": MIXED,
+                "instance_type": "p5.48xlarge",
+                "fallback_instance_types": ["p5e.48xlarge"],
+                "mixed_gpus": True,
+                "max_count": 1,
+                "idle_minutes": IDLE_S // 60,
+                "resume_timeout_s": 240,
+            }
         ],
         "burst": {"unavailable_minutes": 2, "reconcile_seconds": 10},
         "checkpoint": {"prefix": "checkpoints", "encryption": "s3"},

@@ -22,6 +22,7 @@ from tests.rack.burst_rack import (
     CHECKPOINT_INTERVAL_S,
     GROUPS,
     IDLE_S,
+    MIXED,
     RACK,
     USER,
     Burst,
@@ -67,6 +68,22 @@ def _live_instances(burst: Burst) -> dict[str, str]:
             tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
             found[instance["InstanceId"]] = tags.get("gpucluster:node", "")
     return found
+
+
+def _instance_types(burst: Burst) -> dict[str, str]:
+    """Node tag → instance type of every pending or running instance of the cluster."""
+    answer = burst.ec2.describe_instances(
+        Filters=[
+            {"Name": "tag:gpucluster:cluster", "Values": ["testrackc"]},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        ]
+    )
+    return {
+        tags.get("gpucluster:node", ""): instance["InstanceType"]
+        for reservation in answer["Reservations"]
+        for instance in reservation["Instances"]
+        for tags in [{t["Key"]: t["Value"] for t in instance.get("Tags", [])}]
+    }
 
 
 def _node_states(burst: Burst) -> dict[str, str]:
@@ -132,7 +149,9 @@ def test_slurmctld_runs_the_power_configuration_and_shows_cloud_nodes_powered_do
     assert "SuspendTime=60" in power and "ResumeTimeout=240" in power and "State=INACTIVE" in power
     states = _node_states(burst)
     assert {n: s for n, s in states.items() if n.startswith("p5-")} == {
-        f"{g}-{i}": "idle~" for g in GROUPS for i in (1, 2)
+        **{f"{g}-{i}": "idle~" for g in GROUPS for i in (1, 2)},
+        f"{MIXED}-1": "idle~",
+        f"{MIXED}-h200-1": "idle~",
     }
     # n1 is in service: idle and answering (a ping lost on a loaded machine shows "idle*" for a moment).
     _wait("n1 is idle and answers slurmctld", lambda: _node_states(burst)["n1"] == "idle", 120, burst)
@@ -169,6 +188,31 @@ def test_a_user_job_bursts_to_two_cloud_nodes_which_power_down_when_idle(burst: 
         IDLE_S + 180,
         burst,
     )
+
+
+def test_a_mixed_group_launches_the_gpu_model_a_job_asks_for_within_one_cap(burst: Burst) -> None:
+    # p5-mix may launch p5.48xlarge (H100) as p5-mix-1 or p5e.48xlarge (H200) as p5-mix-h200-1, one at a time.
+    job = _as_user(
+        burst, "sbatch --parsable -p mixed --gres=gpu:h200:1 --wrap 'srun hostname; sleep 45'"
+    ).strip()
+    _wait("the H200 job runs", lambda: _job(burst, job).get("JobState") == "RUNNING", 240, burst)
+    assert _job(burst, job)["NodeList"] == f"{MIXED}-h200-1"
+    assert _instance_types(burst) == {f"{MIXED}-h200-1": "p5e.48xlarge"}
+    node = _ctl(burst, f"scontrol show node {MIXED}-h200-1")
+    assert "Gres=gpu:h200:8" in node and f"AvailableFeatures=aws,{MIXED},h200" in node, node
+    # An H100 job meanwhile: its name would be the group's second instance, so the ResumeProgram refuses it.
+    h100 = _as_user(burst, "sbatch --parsable -p mixed --gres=gpu:h100:1 --wrap hostname").strip()
+    _wait(
+        f"{MIXED}-1 is DOWN at the group's max_count",
+        lambda: "group at max_count 1" in _ctl(burst, "sinfo -R -N -h -o '%N|%E'"),
+        120,
+        burst,
+    )
+    assert _instance_types(burst) == {f"{MIXED}-h200-1": "p5e.48xlarge"}
+    _ctl(burst, f"scancel {h100}")
+    _wait("the H200 job completed", lambda: _job(burst, job).get("JobState") == "COMPLETED", 120, burst)
+    # The refused name returns after the unavailable window (2 minutes here), the H200 node when idle.
+    _wait("everything powered down", lambda: _all_powered_down(burst), IDLE_S + 300, burst)
 
 
 def _instance_node(burst: Burst, slurm_name: str) -> str:

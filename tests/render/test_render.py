@@ -95,7 +95,7 @@ def test_a_cloud_node_takes_the_name_it_was_launched_for_and_changes_nothing_in_
     )
     assert '-X PUT -H "X-aws-ec2-metadata-token-ttl-seconds: 300"' in join  # IMDSv2 session token
     assert "/meta-data/tags/instance/gpucluster:node" in join  # the tag the ResumeProgram set
-    assert "p5-spot-[0-9]*)" in join  # a name of another group is refused
+    assert "p5-spot-[0-9]* | p5-spot-h200-[0-9]*)" in join  # a name of another group is refused
     assert "scontrol" not in join and "sinfo" not in join  # no claiming, no nodeaddr updates
     assert "SLURMD_OPTIONS=-N $node --conf-server 10.10.0.10:6817" in join
     # The metadata service is root's only, before slurmd (and any job) starts.
@@ -140,16 +140,23 @@ def test_power_saving_takes_each_groups_times_and_never_touches_rack_or_static_n
         " ResumeTimeout=1200" in lines
     )
     assert (
-        "PartitionName=power-p5-spot Nodes=p5-spot-[1-8] Hidden=YES State=INACTIVE SuspendTime=1800"
+        "PartitionName=power-p5-spot Nodes=p5-spot-[1-8],p5-spot-h200-[1-8] Hidden=YES State=INACTIVE"
+        " SuspendTime=1800"
         " ResumeTimeout=900" in lines
     )
     # No user partition sets SuspendTime: a node's idle time is its group's alone (the largest set wins).
     assert [line for line in lines if "SuspendTime=" in line and "power-" not in line] == []
     assert "SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend,enable_configless" in lines
     assert "PrivateData=cloud" in lines
-    # Slurm fills lower weights first: racks, then spot, then on-demand.
+    # Slurm fills lower weights first: racks, then spot (its primary model first), then on-demand.
     weights = dict(re.findall(r"^NodeName=(\S+) .* Weight=(\d+)", conf, re.M))
-    assert weights == {"gpu-a[01-04]": "1", "gpu-b[01-04]": "1", "p5-od-[1-4]": "100", "p5-spot-[1-8]": "50"}
+    assert weights == {
+        "gpu-a[01-04]": "1",
+        "gpu-b[01-04]": "1",
+        "p5-od-[1-4]": "100",
+        "p5-spot-[1-8]": "50",
+        "p5-spot-h200-[1-8]": "51",
+    }
 
 
 def _join(cluster: Cluster, group: str) -> str:
@@ -215,7 +222,7 @@ def test_per_gpu_defaults_and_fabric_spanning_from_the_cluster_file(example: Clu
     assert "SwitchName=root Switches=onprem-ib-ndr400,aws-efa-v2" in files["slurm/topology.conf"]
 
 
-def test_declared_gpu_mix_types_nothing_it_cannot_keep(example: Cluster) -> None:
+def test_a_declared_gpu_mix_gets_one_typed_line_per_model(example: Cluster) -> None:
     # example.yaml's p5-spot may launch p5e.48xlarge (H200) for p5.48xlarge (H100) and declares the mix.
     files = render(example, "onprem")
     lines = {
@@ -223,10 +230,11 @@ def test_declared_gpu_mix_types_nothing_it_cannot_keep(example: Cluster) -> None
         for line in files["slurm/slurm.conf"].splitlines()
         if line.startswith("NodeName=")
     }
-    spot = lines["NodeName=p5-spot-[1-8]"]
-    assert " Gres=gpu:8 " in spot and "h100" not in spot and "h200" not in spot
-    assert " Feature=aws,p5-spot " in spot
+    assert " Gres=gpu:h100:8 Feature=aws,p5-spot,h100 Weight=50 " in lines["NodeName=p5-spot-[1-8]"]
+    assert " Gres=gpu:h200:8 Feature=aws,p5-spot,h200 Weight=51 " in lines["NodeName=p5-spot-h200-[1-8]"]
     assert " Gres=gpu:h100:8 Feature=aws,p5-od,h100 " in lines["NodeName=p5-od-[1-4]"]
     gres = files["slurm/gres.conf"]
-    assert "NodeName=p5-spot-[1-8] Name=gpu File=/dev/nvidia[0-7]" in gres
-    assert "NodeName=p5-od-[1-4] Name=gpu Type=h100 File=/dev/nvidia[0-7]" in gres
+    assert "NodeName=p5-spot-[1-8] Name=gpu Type=h100 File=/dev/nvidia[0-7]" in gres
+    assert "NodeName=p5-spot-h200-[1-8] Name=gpu Type=h200 File=/dev/nvidia[0-7]" in gres
+    # One placement group: both models under the group's one leaf switch.
+    assert "SwitchName=p5-spot Nodes=p5-spot-[1-8],p5-spot-h200-[1-8]" in files["slurm/topology.conf"]

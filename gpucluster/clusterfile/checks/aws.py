@@ -67,7 +67,8 @@ def fallback_types_match(cluster: Cluster) -> Iterator[Finding]:
     """A group's Slurm node line must be true for every type it may launch; capacity blocks take one type.
 
     Fallbacks must match the primary's GPU model, GPU memory, GPU count, CPUs and memory, unless the
-    group declares `mixed_gpus: true`: its line then names no GPU type, and only the model may differ.
+    group declares `mixed_gpus: true`: each GPU model then gets its own Slurm names and line (its GRES
+    type and feature), and only the model may differ.
     """
     if not cluster.aws:
         return
@@ -95,7 +96,7 @@ def _fallback_differences(index: int, group: CapacityGroup) -> Iterator[Finding]
         mix = (
             ""
             if group.mixed_gpus or primary.gpu_count != other.gpu_count
-            else (", or declare `mixed_gpus: true` (the line then says gpu:N with no GPU type)")
+            else (", or declare `mixed_gpus: true` (each GPU model then gets its own Slurm names and line)")
         )
         yield Finding(
             (*_CAP, index, "fallback_instance_types", f_index),
@@ -112,7 +113,7 @@ def _needless_mix(index: int, group: CapacityGroup) -> Iterator[Finding]:
         yield Finding(
             (*_CAP, index, "mixed_gpus"),
             "every instance type of this group has the same GPU model",
-            "remove mixed_gpus so the Slurm line names the GPU type jobs can ask for",
+            "remove mixed_gpus: it only matters where the GPU models differ",
             level="warning",
         )
 

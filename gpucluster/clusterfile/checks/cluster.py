@@ -10,7 +10,7 @@ from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.findings import Finding, Path, dotted
 from gpucluster.clusterfile.hostlist import expand
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.names import cloud_node_names
+from gpucluster.clusterfile.nodes import cloud_variants
 
 
 def has_some_capacity(cluster: Cluster) -> Iterator[Finding]:
@@ -51,8 +51,7 @@ def _hosts(cluster: Cluster) -> list[tuple[Path, str, IPv4Address | None]]:
             hosts.append((("aws", "head_node", "name"), head.name, head.address))
         for g, group in enumerate(cluster.aws.capacity):
             hosts += [
-                (("aws", "capacity", g, "name"), n, None)
-                for n in cloud_node_names(group.name, group.max_count)
+                (("aws", "capacity", g, "name"), n, None) for v in cloud_variants(group) for n in v.names
             ]
     return hosts
 
@@ -88,7 +87,8 @@ def host_names_unique(cluster: Cluster) -> Iterator[Finding]:
             yield Finding(
                 path,
                 f"host name {name!r} is already declared at {dotted(first[name])}",
-                "rename one of them (cloud nodes are named <group>-<n>)",
+                "rename one of them (cloud nodes are named <group>-<n>, and <group>-<gpu type>-<n> for "
+                "the other models of a mixed_gpus group)",
             )
         else:
             first[name] = path

@@ -31,8 +31,10 @@ class CapacityGroup(Strict):
     mixed_gpus: bool = Field(
         default=False,
         description=(
-            "Fallback types may carry another GPU model: the group's Slurm line then names no GPU type "
-            "or model feature (gpu:8), so a job asking for one model never lands on the other."
+            "Fallback types may carry another GPU model: each model gets its own Slurm node names "
+            "(<group>-<n> for the instance_type's model, <group>-<type>-<n> for another, e.g. "
+            "p5-spot-h200-1) and line with its GRES type and feature, so a job asking for one model never "
+            "lands on the other; the models share the group's max_count."
         ),
     )
     market: Market = "on-demand"
