@@ -6,7 +6,7 @@ from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.load import Loaded
 from gpucluster.clusterfile.model import Cluster
-from gpucluster.clusterfile.nodes import NodeGroup, node_groups
+from gpucluster.clusterfile.nodes import NodeGroup, cloud_variants, node_groups
 from gpucluster.pins import pin_lines
 
 
@@ -75,4 +75,8 @@ def _cloud_lines(cluster: Cluster) -> list[str]:
             f"instances × {itype.gpu_count} GPUs, {efa}, {placement}, "
             f"${itype.on_demand_usd_per_hour:.2f}/h on-demand list"
         )
+        variants = cloud_variants(group)
+        if group.fallback_instance_types:
+            names = ", ".join(f"{'/'.join(v.instance_types)} as {compress(v.names)}" for v in variants)
+            lines.append(f"  {'':<12} may launch {names}")
     return lines

@@ -59,7 +59,8 @@ def test_show_summarises_sites_and_gpus() -> None:
     assert result.returncode == 0
     assert "On-prem (10.10.0.0/16): 2 rack(s), 8 nodes, 64 GPUs" in result.stdout
     assert "up to 12 instances, 96 GPUs" in result.stdout
-    assert "Total: up to 20 GPU nodes, 160 GPUs" in result.stdout
+    assert "Total: up to 20 GPU nodes, 160 GPUs" in result.stdout  # p5-spot's two models share 8
+    assert "may launch p5.48xlarge as p5-spot-[1-8], p5e.48xlarge as p5-spot-h200-[1-8]" in result.stdout
 
 
 def test_render_writes_tree_and_manifest(tmp_path: Path) -> None:
