@@ -187,6 +187,7 @@ def reconcile(
             slack_s=LAUNCH_CLOCK_SLACK_S,
         )
     nodes = slurm.nodes()
+    # Read again, after the node states: a ResumeProgram may have marked a node since the events' read.
     resumed = {n: t for n in nodes if (t := marks.since(n)) is not None}
     decided = plan(cfg, instances, nodes, time.time() if now is None else now, resumed)
     fleet.terminate_ids(ec2, sorted(decided.terminate))

@@ -198,3 +198,34 @@ def test_offers_read_what_apt_offers_and_not_offered_names_the_candidate(
         "1.*",
     ] in not_offered
     assert "dpkg" not in [row[0] for row in not_offered]
+
+
+def test_block_present_reads_what_blockinfile_wrote(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n")
+    marker = "# {mark} gpucluster t"
+    block = "10.77.0.2 n1\n10.77.0.3 n2"
+    result = subprocess.run(
+        [
+            str(BIN / "ansible"),
+            "localhost",
+            "-c",
+            "local",
+            "-m",
+            "ansible.builtin.blockinfile",
+            "-a",
+            json.dumps({"path": str(hosts), "marker": marker, "block": block}),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_LOCALHOST_WARNING": "false"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    present = _filters()["block_present"]
+    state = {"texts": {str(hosts): hosts.read_text()}}
+    assert present(state, str(hosts), marker, block)
+    assert not present(state, str(hosts), marker, block + "\n10.77.0.4 n3")
+    assert not present(state, str(hosts), "# {mark} gpucluster other", block)
+    assert not present({"texts": {}}, str(hosts), marker, block)

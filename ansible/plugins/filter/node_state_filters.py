@@ -60,6 +60,15 @@ def packages_off_version(state: dict[str, Any], wanted: list[str], version: str)
     return [name for name in wanted if not release.match(str(versions.get(name, "")))]
 
 
+def block_present(state: dict[str, Any], path: str, marker: str, block: str) -> bool:
+    """True when the node's text of path holds block between the markers, as blockinfile writes it."""
+    texts = state.get("texts", {}) if isinstance(state, dict) else {}
+    written = "\n".join(
+        [marker.replace("{mark}", "BEGIN"), *block.splitlines(), marker.replace("{mark}", "END"), ""]
+    )
+    return written in (texts.get(path) or "")
+
+
 def not_offered(state: dict[str, Any]) -> list[list[str]]:
     """[package, newest offered version (or 'nothing'), wanted glob] for each offer read without a match."""
     offers = state.get("offers", {}) if isinstance(state, dict) else {}
@@ -71,12 +80,13 @@ def not_offered(state: dict[str, Any]) -> list[list[str]]:
 
 
 class FilterModule:
-    """state_current, service_current, packages_missing, packages_unheld and not_offered."""
+    """state_current, block_present, service_current, packages_missing, packages_unheld and not_offered."""
 
     def filters(self) -> dict[str, Any]:
         """The filters this plugin provides."""
         return {
             "state_current": state_current,
+            "block_present": block_present,
             "service_current": service_current,
             "packages_missing": packages_missing,
             "packages_unheld": packages_unheld,
