@@ -125,8 +125,10 @@ def _driver(base: Snapshot, head: Snapshot) -> list[Finding]:
         f"on-prem: rolling reboot of {len(onprem)} GPU nodes, a drained few at a time: {', '.join(onprem)}"
     ]
     if cloud:
+        # Instances, not Slurm names: a group of mixed GPU models has max_count names per model.
+        instances = sum(int(c.get("max_count", 0)) for c in _get(head.model, "aws").get("capacity", []))
         detail.append(
-            f"cloud: {len(cloud)} cloud nodes get the driver from the node image (image stack, or"
+            f"cloud: up to {instances} cloud nodes get the driver from the node image (image stack, or"
             f" aws.ami_id): the pin change builds a new AMI with {new.get('nvidia_driver')};"
             " nodes take it as they power up"
         )

@@ -49,8 +49,9 @@ def test_adding_spot_capacity_shows_cost_and_new_resources(reviewed: Reviewed) -
     # No Auto Scaling group: a new group is a launch template the power programs launch from on demand.
     assert any("(AWS::EC2::LaunchTemplate) created: new instances from now on" in r for r in table(md))
     assert "| add | WILL_CREATE |" in md
-    # four new Slurm nodes on Slurm 24.05: `scontrol reconfigure` restarts slurmctld in place (23.11+)
-    assert any("/etc/slurm/slurm.conf` on 21 host(s): `scontrol reconfigure` only" in r for r in table(md))
+    # New Slurm nodes on Slurm 24.05: `scontrol reconfigure` restarts slurmctld in place (23.11+). The
+    # file goes to every Slurm node name: head01, 8 rack nodes, p5-od's 4, p5-spot's 8 H100 and 8 H200 names.
+    assert any("/etc/slurm/slurm.conf` on 29 host(s): `scontrol reconfigure` only" in r for r in table(md))
     assert not any("slurmctld restart" in r for r in table(md))
     assert exit_status(result, ["replace"]) == 0  # nothing that runs is replaced
 
@@ -59,11 +60,12 @@ def test_partition_change_is_reconfigure_only(reviewed: Reviewed) -> None:
     md = as_markdown(reviewed("partition"))
     rows = table(md)
     assert any(
-        "`/etc/slurm/slurm.conf` on 21 host(s): `scontrol reconfigure` only, no restart" in r for r in rows
+        "`/etc/slurm/slurm.conf` on 29 host(s): `scontrol reconfigure` only, no restart" in r for r in rows
     ), rows
     assert not any("restart" in r and "no restart" not in r for r in rows), rows
-    assert "-PartitionName=cloud Nodes=p5-od-[1-4],p5-spot-[1-8] Default=NO MaxTime=2-00:00:00 DefCpu" in md
-    assert "+PartitionName=cloud Nodes=p5-od-[1-4],p5-spot-[1-8] Default=NO MaxTime=1-00:00:00 DefCpu" in md
+    cloud = "PartitionName=cloud Nodes=p5-od-[1-4],p5-spot-[1-8],p5-spot-h200-[1-8] Default=NO"
+    assert f"-{cloud} MaxTime=2-00:00:00 DefCpu" in md
+    assert f"+{cloud} MaxTime=1-00:00:00 DefCpu" in md
     assert "data-loss" not in md
 
 
@@ -76,7 +78,7 @@ def test_driver_bump_reboots_the_gpu_nodes(reviewed: Reviewed) -> None:
     ), rows
     assert "gpu-a01, gpu-a02, gpu-a03, gpu-a04, gpu-b01" in md
     assert (
-        "12 cloud nodes get the driver from the node image (image stack, or aws.ami_id): the pin change"
+        "up to 12 cloud nodes get the driver from the node image (image stack, or aws.ami_id): the pin change"
         " builds a new AMI with 575.57.08" in md
     )
     assert exit_status(result, ["data-loss", "replace", "security"]) == 0
