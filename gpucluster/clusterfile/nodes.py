@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Literal, NamedTuple
 
@@ -41,16 +41,12 @@ class GpuVariant:
     gpu: GpuModel
     nodes: tuple[Node, ...]
     instance_types: tuple[str, ...] = ()  # empty for racks
+    prefix: str = ""  # cloud names are `<prefix>-<n>` (e.g. p5-spot, p5-spot-h200); "" for racks
 
     @property
     def hosts(self) -> tuple[str, ...]:
         """Slurm node names of this model's nodes."""
         return tuple(node.name for node in self.nodes)
-
-    @property
-    def name_prefix(self) -> str:
-        """What a cloud variant's names `<prefix>-<n>` start with (e.g. p5-spot, p5-spot-h200)."""
-        return self.nodes[0].name.rpartition("-")[0] if self.nodes else ""
 
 
 @dataclass(frozen=True)
@@ -79,7 +75,7 @@ class NodeGroup:
     profile: str  # hardware profile name, or the instance type for AWS groups
     hardware_profile: HardwareProfile | None  # the rack's profile; None for AWS capacity groups
     # One entry per GPU model the group's nodes carry: one for racks and most cloud groups; a cloud group
-    # that declares mixed_gpus has one per model, each under its own node names (see gpu_variants).
+    # that declares mixed_gpus has one per model, each under its own node names (see cloud_variants).
     variants: tuple[GpuVariant, ...] = ()
     max_running: int | None = None  # a mixed cloud group: the one max_count its models' names share
 
@@ -137,11 +133,13 @@ def node_groups(cluster: Cluster) -> list[NodeGroup]:
 def _rack_group(cluster: Cluster, rack: Rack) -> NodeGroup:
     assert cluster.onprem is not None
     profile = cluster.onprem.profiles[rack.profile]
-    group = NodeGroup(
+    nodes = tuple(Node(h.name, h.address, h.ipoib_address) for h in rack_hosts(rack))
+    gpu = GPU_MODELS[profile.gpus.model]
+    return NodeGroup(
         name=rack.name,
         site="onprem",
-        nodes=tuple(Node(h.name, h.address, h.ipoib_address) for h in rack_hosts(rack)),
-        gpu=GPU_MODELS[profile.gpus.model],
+        nodes=nodes,
+        gpu=gpu,
         gpu_count=profile.gpus.count,
         sockets=profile.cpus.sockets,
         cores_per_socket=profile.cpus.cores_per_socket,
@@ -153,14 +151,16 @@ def _rack_group(cluster: Cluster, rack: Rack) -> NodeGroup:
         nvswitch=profile.nvswitch,
         profile=rack.profile,
         hardware_profile=profile,
+        variants=(GpuVariant(gpu, nodes),),
     )
-    return replace(group, variants=(GpuVariant(group.gpu, group.nodes),))
 
 
 def _cloud_group(group: CapacityGroup) -> NodeGroup:
     itype = INSTANCE_TYPES[group.instance_type]
     variants = tuple(
-        GpuVariant(GPU_MODELS[v.model], tuple(Node(name, None) for name in v.names), v.instance_types)
+        GpuVariant(
+            GPU_MODELS[v.model], tuple(Node(name, None) for name in v.names), v.instance_types, v.prefix
+        )
         for v in cloud_variants(group)
     )
     return NodeGroup(
