@@ -9,7 +9,11 @@ from pathlib import Path
 
 
 class Unavailable:
-    """A small JSON file of group name → epoch second until which the group is not tried."""
+    """A small JSON file of group → epoch second until which the group is not tried.
+
+    The key is a group's name, or in a group of mixed GPU models one model's name prefix, so a capacity
+    error on one model leaves the other's names open (gpucluster.power.resume).
+    """
 
     def __init__(self, state_dir: str) -> None:
         self.path = Path(state_dir) / "unavailable.json"
