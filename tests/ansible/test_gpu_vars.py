@@ -141,14 +141,17 @@ def test_the_rdma_stack_reaches_the_driver_role() -> None:
 
 # The driver role's own expressions (defaults and vars), rendered by Ansible's templar with a node's facts.
 _DRIVER = ROOT / "ansible" / "roles" / "gpu_nvidia_driver"
+_NODE_FACTS = {
+    "distribution": "Debian",
+    "os_family": "Debian",
+    "distribution_major_version": "12",
+    "distribution_version": "12.11",
+    "distribution_release": "bookworm",
+    "architecture": "x86_64",
+    "kernel": "6.1.0-37-amd64",
+}
 _FACTS = {
-    "ansible_distribution": "Debian",
-    "ansible_os_family": "Debian",
-    "ansible_distribution_major_version": "12",
-    "ansible_distribution_version": "12.11",
-    "ansible_distribution_release": "bookworm",
-    "ansible_architecture": "x86_64",
-    "ansible_kernel": "6.1.0-37-amd64",
+    "ansible_facts": _NODE_FACTS,
     "gpu_nvidia_driver_install_mode": "full",
     "gpu_nvidia_driver_peermem": True,
 }
@@ -183,7 +186,10 @@ def _driver(expression: str, **overrides: Any) -> Any:
     ("overrides", "expected"),
     [
         ({}, "dmabuf"),  # rdma-core, open modules of 570, kernel 6.1
-        ({"ansible_kernel": "5.4.0-150-generic"}, "unavailable"),  # DMA-BUF needs kernel >= 5.12
+        (
+            {"ansible_facts": {**_NODE_FACTS, "kernel": "5.4.0-150-generic"}},
+            "unavailable",
+        ),  # DMA-BUF needs kernel >= 5.12
         (
             {"gpu_nvidia_driver_kernel_modules": "proprietary"},
             "unavailable",
@@ -268,3 +274,33 @@ def test_the_running_kernel_is_held_with_the_driver() -> None:
     ):
         assert kernel.match(name), name
     assert not kernel.match("linux-image-6.1.0-38-amd64") and not kernel.match("linux-libc-dev")
+
+
+ALL_COMPONENTS = "main contrib non-free non-free-firmware"
+
+
+def test_the_sources_the_driver_role_rewrites_are_this_releases_lacking_a_component() -> None:
+    """The deb822 files and sources.list the role adds contrib and non-free to (its include's condition)."""
+    texts = {
+        "/etc/apt/sources.list.d/debian.sources": (
+            "Types: deb\nSuites: bookworm bookworm-updates\nComponents: main\n\n"
+            f"Types: deb\nSuites: bookworm-security\nComponents: {ALL_COMPONENTS}\n"
+        ),
+        "/etc/apt/sources.list.d/done.sources": f"Suites: bookworm\nComponents: {ALL_COMPONENTS}\n",
+        "/etc/apt/sources.list.d/trixie.sources": "Suites: trixie\nComponents: main\n",
+        "/etc/apt/sources.list.d/other-word.sources": "Suites: bookwormish\nComponents: main\n",
+        "/etc/apt/sources.list": "deb http://deb.debian.org/debian bookworm main\n",
+    }
+    state = {"texts": texts}
+    to_fix = _driver(
+        "__gpu_nvidia_driver_deb822_to_fix | map(attribute='key') | list", __gpu_nvidia_driver_state=state
+    )
+    assert to_fix == ["/etc/apt/sources.list.d/debian.sources"]
+    assert _driver("__gpu_nvidia_driver_sources_list_to_fix", __gpu_nvidia_driver_state=state) is True
+    done = {
+        **texts,
+        "/etc/apt/sources.list": f"deb http://deb.debian.org/debian bookworm {ALL_COMPONENTS}\n",
+    }
+    assert (
+        _driver("__gpu_nvidia_driver_sources_list_to_fix", __gpu_nvidia_driver_state={"texts": done}) is False
+    )

@@ -229,3 +229,54 @@ def test_block_present_reads_what_blockinfile_wrote(tmp_path: Path) -> None:
     assert not present(state, str(hosts), marker, block + "\n10.77.0.4 n3")
     assert not present(state, str(hosts), "# {mark} gpucluster other", block)
     assert not present({"texts": {}}, str(hosts), marker, block)
+
+
+def test_accounts_and_paths_differ_read_what_the_module_read_on_this_machine(tmp_path: Path) -> None:
+    """The pending-step filters judge a real read: the right ids and paths are current, any other is not."""
+    conf = tmp_path / "limits.conf"
+    conf.write_text("* hard memlock unlimited\n")
+    conf.chmod(0o644)
+    state = _node_state(
+        {
+            "paths": [str(conf), str(tmp_path), str(tmp_path / "missing")],
+            "accounts": ["root", "daemon", "no-such"],
+        },
+        {},
+    )
+    differ = _filters()["accounts_differ"]
+    root = state["users"]["root"]
+    daemon = {
+        "name": "daemon",
+        "uid": state["users"]["daemon"]["uid"],
+        "gid": state["groups"]["daemon"]["gid"],
+    }
+    assert (
+        differ(state, [{"name": "root", "id": 0, "home": root["home"], "shell": root["shell"]}, daemon]) == []
+    )
+    wrong = [
+        {"name": "root", "id": 0, "shell": "/usr/sbin/nologin"},  # another shell
+        {"name": "daemon", "uid": daemon["uid"], "gid": 4242},  # another group id
+        {"name": "no-such", "id": 4243},  # missing
+    ]
+    assert differ(state, wrong) == wrong
+    paths_differ = _filters()["paths_differ"]
+    owner, group = state["files"][str(conf)]["owner"], state["files"][str(conf)]["group"]
+    here = {"owner": owner, "group": group}
+    current = [
+        {"path": str(conf), "content": "* hard memlock unlimited\n", **here},
+        {
+            "path": str(tmp_path),
+            "kind": "directory",
+            "mode": f"{tmp_path.stat().st_mode & 0o7777:04o}",
+            **here,
+        },
+        # a node-file record of the renderer: `path` is its template, `dest` the file on the node
+        {"path": "security/limits.conf", "dest": str(conf), "content": "* hard memlock unlimited\n", **here},
+    ]
+    assert paths_differ(state, current) == []
+    off = [
+        {"path": str(conf), "content": "* hard memlock 8192\n", **here},
+        {"path": str(conf), "mode": "0600", **here},
+        {"path": str(tmp_path / "missing"), "kind": "directory", "mode": "0755"},
+    ]
+    assert paths_differ(state, off) == off

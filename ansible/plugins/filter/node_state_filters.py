@@ -69,6 +69,44 @@ def block_present(state: dict[str, Any], path: str, marker: str, block: str) -> 
     return written in (texts.get(path) or "")
 
 
+def accounts_differ(state: dict[str, Any], accounts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The accounts whose user or same-named group the node lacks or holds with other ids (home, shell).
+
+    Each account names `name` and `uid` and `gid` (or one `id` for both); `home` and `shell` are compared
+    only when given.
+    """
+    users = state.get("users", {}) if isinstance(state, dict) else {}
+    groups = state.get("groups", {}) if isinstance(state, dict) else {}
+    differ = []
+    for account in accounts:
+        uid = int(account.get("uid", account.get("id", -1)))
+        gid = int(account.get("gid", account.get("id", -1)))
+        user, group = users.get(account["name"], {}), groups.get(account["name"], {})
+        wanted = {"uid": uid, "gid": gid}
+        wanted.update({key: account[key] for key in ("home", "shell") if key in account})
+        if group.get("gid") != gid or any(user.get(key) != value for key, value in wanted.items()):
+            differ.append(account)
+    return differ
+
+
+def paths_differ(state: dict[str, Any], paths: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries state_current finds off: (dest or path) and optionally content, kind, mode, owner, group.
+
+    A renderer node-file record names its node path `dest` beside its template `path`; other entries `path`.
+    """
+    options = ("kind", "mode", "owner", "group")
+    return [
+        entry
+        for entry in paths
+        if not state_current(
+            state,
+            entry.get("dest") or entry["path"],
+            entry.get("content"),
+            **{key: entry[key] for key in options if key in entry},
+        )
+    ]
+
+
 def not_offered(state: dict[str, Any]) -> list[list[str]]:
     """[package, newest offered version (or 'nothing'), wanted glob] for each offer read without a match."""
     offers = state.get("offers", {}) if isinstance(state, dict) else {}
@@ -80,7 +118,7 @@ def not_offered(state: dict[str, Any]) -> list[list[str]]:
 
 
 class FilterModule:
-    """state_current, block_present, service_current, packages_missing, packages_unheld and not_offered."""
+    """The node-state filters: what is current, missing, unheld, different or not offered."""
 
     def filters(self) -> dict[str, Any]:
         """The filters this plugin provides."""
@@ -92,4 +130,6 @@ class FilterModule:
             "packages_unheld": packages_unheld,
             "packages_off_version": packages_off_version,
             "not_offered": not_offered,
+            "accounts_differ": accounts_differ,
+            "paths_differ": paths_differ,
         }

@@ -66,6 +66,7 @@ class InventoryModule(BaseInventoryPlugin):
             print(exc, file=sys.stderr)
             raise SystemExit(2) from None
         result = cluster_inventory(loaded.cluster, str(Path(path).resolve()))
+        _import_for_the_workers()
         for host, variables in result.hosts.items():
             self.inventory.add_host(host)
             for key, value in variables.items():
@@ -74,3 +75,14 @@ class InventoryModule(BaseInventoryPlugin):
             self.inventory.add_group(group)
             for host in members:
                 self.inventory.add_child(group, host)
+
+
+def _import_for_the_workers() -> None:
+    """Import the renderer in ansible-playbook's own process, which parses the inventory.
+
+    Ansible forks a fresh worker per host and task; every task that reads a role's node files runs the
+    gpucluster.cluster.render lookup, which would otherwise import the renderer (jinja2, the cluster file
+    model) in each worker, about a twentieth of a 16-node re-run's Ansible CPU. A forked worker inherits them.
+    """
+    import gpucluster.render.disk_cache
+    import gpucluster.render.node_files  # noqa: F401

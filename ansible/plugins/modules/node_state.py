@@ -58,6 +58,14 @@ options:
     description: Return the installed and held packages (dpkg or rpm).
     type: bool
     default: false
+  package_names:
+    description:
+      - With I(packages), return only the packages these names or globs match (e.g. C(slurmd), C(libnccl*)).
+      - A node has hundreds of packages; a role that checks three should not carry the whole list through
+        Ansible on every read (that list was most of a re-run's cost per read). Empty returns them all.
+    type: list
+    elements: str
+    default: []
   offers:
     description:
       - Package name to the versions wanted (a glob, e.g. C(570.172.08-*)); returns every version apt's
@@ -78,7 +86,9 @@ texts:
   type: dict
   returned: always
 services:
-  description: unit to active (bool), enabled (bool), load (systemd LoadState).
+  description: >-
+    unit to active (bool), enabled (bool), load (systemd LoadState) and condition_failed (bool: its last
+    start was skipped because a unit condition failed, e.g. chrony in a container without CAP_SYS_TIME).
   type: dict
   returned: always
 users:
@@ -115,6 +125,7 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "services": {"type": "list", "elements": "str", "default": []},
     "accounts": {"type": "list", "elements": "str", "default": []},
     "packages": {"type": "bool", "default": False},
+    "package_names": {"type": "list", "elements": "str", "default": []},
     "offers": {"type": "dict", "default": {}},
 }
 
@@ -172,11 +183,15 @@ def _run(argv: list[str]) -> tuple[int, str]:
 def _services(units: list[str]) -> dict[str, Any]:
     if not units:
         return {}
-    rc, out = _run(["systemctl", "show", "--property=Id,LoadState,ActiveState", "--", *units])
+    properties = "--property=Id,LoadState,ActiveState,ConditionResult,ConditionTimestampMonotonic"
+    rc, out = _run(["systemctl", "show", properties, "--", *units])
     if rc != 0:
         # No systemd to ask (a container without it): report every unit as not running, so the role's
         # service task runs and reports the real error itself.
-        return {unit: {"active": False, "enabled": False, "load": "unknown"} for unit in units}
+        return {
+            unit: {"active": False, "enabled": False, "load": "unknown", "condition_failed": False}
+            for unit in units
+        }
     # systemctl prints one block per unit, in the order asked, separated by a blank line.
     blocks = [_properties(block) for block in out.strip().split("\n\n")]
     # UnitFileState in `systemctl show` is what PID 1 loaded at its last daemon-reload, so it misses a
@@ -186,6 +201,9 @@ def _services(units: list[str]) -> dict[str, Any]:
             "active": block.get("ActiveState") == "active",
             "enabled": _run(["systemctl", "is-enabled", "--quiet", "--", unit])[0] == 0,
             "load": block.get("LoadState", ""),
+            # A unit never started also shows ConditionResult=no; only an evaluated condition has a timestamp.
+            "condition_failed": block.get("ConditionResult") == "no"
+            and block.get("ConditionTimestampMonotonic", "0") not in ("", "0"),
         }
         for unit, block in zip(units, blocks, strict=False)
     }
@@ -206,6 +224,10 @@ def _packages() -> tuple[list[str], list[str], dict[str, str]]:
     _, out = _run(["rpm", "-qa", "--queryformat", "%{NAME} %{VERSION}-%{RELEASE}\\n"])
     versions = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
     return sorted(versions), [], versions
+
+
+def _matches(name: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
 def _offers(wanted: dict[str, str]) -> dict[str, Any]:
@@ -251,7 +273,13 @@ def read_state(params: dict[str, Any]) -> dict[str, Any]:
         with contextlib.suppress(KeyError):
             result["groups"][name] = {"gid": grp.getgrnam(name).gr_gid}
     if params.get("packages"):
-        result["installed"], result["held"], result["versions"] = _packages()
+        installed, held, versions = _packages()
+        patterns = params.get("package_names") or []
+        if patterns:
+            installed = [name for name in installed if _matches(name, patterns)]
+            held = [name for name in held if _matches(name, patterns)]
+            versions = {name: version for name, version in versions.items() if _matches(name, patterns)}
+        result["installed"], result["held"], result["versions"] = installed, held, versions
     return result
 
 
