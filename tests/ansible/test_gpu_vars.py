@@ -289,7 +289,7 @@ def test_the_sources_the_driver_role_rewrites_are_this_releases_lacking_a_compon
         "/etc/apt/sources.list.d/done.sources": f"Suites: bookworm\nComponents: {ALL_COMPONENTS}\n",
         "/etc/apt/sources.list.d/trixie.sources": "Suites: trixie\nComponents: main\n",
         "/etc/apt/sources.list.d/other-word.sources": "Suites: bookwormish\nComponents: main\n",
-        "/etc/apt/sources.list": "deb http://deb.debian.org/debian bookworm main\n",
+        "/etc/apt/sources.list": "deb http://mirror.example/debian bookworm main\n",
     }
     state = {"texts": texts}
     to_fix = _driver(
@@ -299,7 +299,7 @@ def test_the_sources_the_driver_role_rewrites_are_this_releases_lacking_a_compon
     assert _driver("__gpu_nvidia_driver_sources_list_to_fix", __gpu_nvidia_driver_state=state) is True
     done = {
         **texts,
-        "/etc/apt/sources.list": f"deb http://deb.debian.org/debian bookworm {ALL_COMPONENTS}\n",
+        "/etc/apt/sources.list": f"deb http://mirror.example/debian bookworm {ALL_COMPONENTS}\n",
     }
     assert (
         _driver("__gpu_nvidia_driver_sources_list_to_fix", __gpu_nvidia_driver_state={"texts": done}) is False
