@@ -280,3 +280,32 @@ def test_accounts_and_paths_differ_read_what_the_module_read_on_this_machine(tmp
         {"path": str(tmp_path / "missing"), "kind": "directory", "mode": "0755"},
     ]
     assert paths_differ(state, off) == off
+
+
+@pytest.mark.parametrize("plain_python", [True, False], ids=["plain-python", "ansiballz"])
+def test_named_queries_read_once_give_each_query_its_own_answer(tmp_path: Path, plain_python: bool) -> None:
+    """parts.<name> of one read with named queries is exactly what reading that query alone returns."""
+    (tmp_path / "a.sources").write_text("Types: deb\n")
+    (tmp_path / "b.conf").write_text("b\n")
+    first = {
+        "paths": [str(tmp_path / "b.conf"), str(tmp_path / "missing")],
+        "read": [str(tmp_path / "*.sources")],
+        "accounts": ["root"],
+        "packages": True,
+        "package_names": ["dpkg", "bash"],
+    }
+    second = {"paths": [str(tmp_path)], "read": [str(tmp_path / "b.conf")], "accounts": ["daemon"]}
+    env = {} if plain_python else _collection_without_action_plugin(tmp_path / "collections")
+    shared = _node_state({"queries": {"first": first, "second": second}}, env)
+    holds = _filters()["node_read_holds"]
+    assert holds(shared, "first") and holds(shared, "second") and not holds(shared, "third")
+    assert not holds({"failed": True, "parts": {"first": {}}}, "first")
+    compared = ("files", "texts", "services", "users", "groups", "installed", "held", "versions")
+    for name, query in (("first", first), ("second", second)):
+        alone = _node_state(query, env)
+        part = shared["parts"][name]
+        assert {key: part.get(key) for key in compared} == {key: alone.get(key) for key in compared}, name
+    # the first query's packages were read for both, but the second's answer has none (it asked for none)
+    assert set(shared["parts"]["first"]["versions"]) == {"dpkg", "bash"}
+    assert "versions" not in shared["parts"]["second"]
+    assert shared["query"]["holds"] == ["first", "second"]

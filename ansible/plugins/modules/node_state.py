@@ -66,6 +66,15 @@ options:
     type: list
     elements: str
     default: []
+  queries:
+    description:
+      - Named queries (each a dict of the options above but offers), read together with the options above
+        in this one run. The answer holds every name any of them asks for; C(query.holds) lists the names.
+      - Each gets its own answer under C(parts.<name>), exactly what reading it alone returns. A play reads
+        every role's query at once this way; a role whose part the answer holds uses it instead of reading
+        again (the gpucluster.cluster.node_read_holds filter).
+    type: dict
+    default: {}
   offers:
     description:
       - Package name to the versions wanted (a glob, e.g. C(570.172.08-*)); returns every version apt's
@@ -115,6 +124,16 @@ offers:
   description: package name to versions (offered, newest first), wanted (the glob) and pinned (one matches).
   type: dict
   returned: always
+parts:
+  description:
+    - With I(queries), each query's name to its own answer (files, texts, services, users, groups, packages).
+  type: dict
+  returned: with queries
+query:
+  description:
+    - The options this answer was read for, queries merged in (less offers), and holds (the queries' names).
+  type: dict
+  returned: always
 """
 
 
@@ -127,7 +146,9 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "packages": {"type": "bool", "default": False},
     "package_names": {"type": "list", "elements": "str", "default": []},
     "offers": {"type": "dict", "default": {}},
+    "queries": {"type": "dict", "default": {}},
 }
+_QUERY_LISTS = ("paths", "read", "services", "accounts", "package_names")
 
 
 def _file_state(path: str) -> dict[str, Any]:
@@ -250,8 +271,24 @@ def _offers(wanted: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def read_state(params: dict[str, Any]) -> dict[str, Any]:
-    """What the node holds for the paths, texts, services, accounts and packages asked for."""
+def merged_query(params: dict[str, Any]) -> dict[str, Any]:
+    """The options with every named query's merged in: each list their union, packages if any asks."""
+    queries = [params, *(params.get("queries") or {}).values()]
+    merged: dict[str, Any] = {key: [] for key in _QUERY_LISTS}
+    every_package = False
+    for query in queries:
+        for key in _QUERY_LISTS:
+            merged[key] += [name for name in query.get(key) or [] if name not in merged[key]]
+        if query.get("packages"):
+            every_package = every_package or not query.get("package_names")
+    merged["packages"] = any(query.get("packages") for query in queries)
+    if every_package:
+        merged["package_names"] = []  # one query wants every package: no filter
+    merged["holds"] = sorted(params.get("queries") or {})
+    return merged
+
+
+def _read_all(params: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "changed": False,
         "files": {path: _file_state(path) for path in params.get("paths") or []},
@@ -280,6 +317,50 @@ def read_state(params: dict[str, Any]) -> dict[str, Any]:
             held = [name for name in held if _matches(name, patterns)]
             versions = {name: version for name, version in versions.items() if _matches(name, patterns)}
         result["installed"], result["held"], result["versions"] = installed, held, versions
+    return result
+
+
+def _part(whole: dict[str, Any], query: dict[str, Any]) -> dict[str, Any]:
+    """The answer `query` alone would have got, cut from an answer read for a wider query."""
+    reads = query.get("read") or []
+    accounts = query.get("accounts") or []
+    part: dict[str, Any] = {
+        "files": {path: whole["files"][path] for path in query.get("paths") or []},
+        "texts": {
+            path: text
+            for path, text in whole["texts"].items()
+            if any(path == entry or fnmatch.fnmatchcase(path, entry) for entry in reads)
+        },
+        "services": {unit: whole["services"][unit] for unit in query.get("services") or []},
+        "users": {name: user for name, user in whole["users"].items() if name in accounts},
+        "groups": {name: group for name, group in whole["groups"].items() if name in accounts},
+    }
+    if query.get("packages"):
+        patterns = query.get("package_names") or []
+        part["installed"] = [name for name in whole["installed"] if not patterns or _matches(name, patterns)]
+        part["held"] = [name for name in whole["held"] if not patterns or _matches(name, patterns)]
+        part["versions"] = {
+            name: version
+            for name, version in whole["versions"].items()
+            if not patterns or _matches(name, patterns)
+        }
+    return part
+
+
+def read_state(options: dict[str, Any]) -> dict[str, Any]:
+    """What the node holds for the paths, texts, services, accounts and packages asked for.
+
+    With named queries the node is read once for all of them, and each gets its own answer under
+    parts.<name>, exactly what reading it alone would have returned: a role then filters its own slice,
+    not the whole play's.
+    """
+    queries = options.get("queries") or {}
+    merged = merged_query(options)
+    whole = _read_all({**merged, "offers": options.get("offers") or {}})
+    result = {**_part(whole, options), "changed": False, "offers": whole["offers"]} if queries else whole
+    if queries:
+        result["parts"] = {name: {**_part(whole, query), "changed": False} for name, query in queries.items()}
+    result["query"] = {key: value for key, value in merged.items()}
     return result
 
 
