@@ -7,7 +7,8 @@ evaluates a plain task's `when` in the controller process with the variables the
 it is false the skipped result goes through the same result queue a worker's would (callbacks, register,
 stats), and no worker starts. Anything it cannot judge exactly as the worker would (loops, delegation,
 run_once, a condition naming a connection variable, an error) goes to a worker as usual.
-Written against ansible-core 2.19 (its StrategyBase internals); on another version it falls back to linear.
+Written against ansible-core 2.19 (its StrategyBase internals): where those imports are missing it behaves as
+linear; other changes to those internals are not guarded (-e gpucluster_strategy=linear runs the builtin).
 """
 
 from __future__ import annotations
