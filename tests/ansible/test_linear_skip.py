@@ -57,12 +57,27 @@ PLAYBOOK = """
       when: flag
       no_log: true
       register: secret
+    - name: An argument check that passes runs in ansible-playbook's process
+      ansible.builtin.validate_argument_spec:
+        argument_spec: {flag: {type: bool, required: true}}
+      register: check_passed
+    - name: An argument check that fails goes to a worker, which reports it
+      ansible.builtin.validate_argument_spec:
+        argument_spec: {missing: {type: str, required: true}}
+      ignore_errors: true
+      register: check_failed
     - name: Dump what every task registered
+      vars:
+        # One template body under two sets of delimiters (the first line of `other` changes them): the
+        # compile cache must tell them apart.
+        body: "[[ flag ]] {{ flag }}"
+        other: "#jinja2:variable_start_string:'[[', variable_end_string:']]'\\n[[ flag ]] {{ flag }}"
       ansible.builtin.copy:
         dest: "{{ out }}"
         content: "{{ {'plain': skipped_plain, 'list': skipped_list, 'ran': ran, 'looped': looped | length,
                       'connection': connection_var, 'broken': broken is failed,
-                      'secret': secret} | to_json }}"
+                      'secret': secret, 'check_passed': check_passed,
+                      'check_failed': check_failed.argument_errors, 'body': body, 'other': other} | to_json }}"
         mode: "0600"
 """
 
@@ -86,7 +101,7 @@ def _run(tmp_path: Path, strategy: str) -> tuple[dict[str, object], str, int]:
 
 
 def test_false_when_skips_without_a_worker_and_the_play_ends_as_with_linear(tmp_path: Path) -> None:
-    """Same recap and registered results as ansible.builtin.linear, with four fewer workers forked."""
+    """Same recap and registered results as ansible.builtin.linear, with five fewer workers forked."""
     ours, our_recap, our_workers = _run(tmp_path, "gpucluster.cluster.linear_skip")
     builtin, builtin_recap, builtin_workers = _run(tmp_path, "linear")
     assert ours == builtin
@@ -94,5 +109,7 @@ def test_false_when_skips_without_a_worker_and_the_play_ends_as_with_linear(tmp_
     assert ours["plain"]["skipped"] and ours["plain"]["false_condition"] == "flag"
     assert ours["list"]["false_condition"] == "flag"
     assert ours["secret"]["skipped"] and ours["connection"]["skipped"] and ours["broken"] is True
-    # plain, list, include and secret skip in ansible-playbook's own process: 9 workers with linear, 5 here
-    assert builtin_workers - our_workers == 4, (builtin_workers, our_workers)
+    assert ours["check_passed"]["msg"] == "The arg spec validation passed" and ours["check_failed"]
+    assert (ours["body"], ours["other"]) == ("[[ flag ]] False", "False {{ flag }}")
+    # plain, list, include and secret skip and the passing check runs in ansible-playbook's own process
+    assert builtin_workers - our_workers == 5, (builtin_workers, our_workers)
