@@ -77,7 +77,8 @@ PLAYBOOK = """
         content: "{{ {'plain': skipped_plain, 'list': skipped_list, 'ran': ran, 'looped': looped | length,
                       'connection': connection_var, 'broken': broken is failed,
                       'secret': secret, 'check_passed': check_passed,
-                      'check_failed': check_failed.argument_errors, 'body': body, 'other': other} | to_json }}"
+                      'check_failed': check_failed.argument_errors,
+                      'body': body, 'other': other} | to_json }}"
         mode: "0600"
 """
 
