@@ -1,7 +1,9 @@
 """A disk cache of one host's rendered node files, shared by Ansible's forked workers.
 
-Each lookup of `gpucluster.cluster.render` runs in a fresh worker process, so an in-process cache is lost
-between tasks; loading the spec and rendering costs about half a second of CPU each time. The cache
+Each lookup of `gpucluster.cluster.render` in a task runs in a fresh worker process, so an in-process cache
+alone is lost between tasks; loading the spec and rendering costs about half a second of CPU each time.
+ansible-playbook's own lookups (a `when` judged in its process) also keep their answers in that process
+(rendered_in_process), which workers forked later inherit. The cache
 key covers the cluster file's bytes, every source file of the renderer and the host, so any change
 renders again; only this module and the standard library are imported on a hit.
 """
@@ -55,6 +57,23 @@ def rendered(cluster_file: Path, host: str, render: Callable[[], dict[str, str]]
         _prune(path.parent, keep=256)
     except OSError:
         pass  # an unwritable cache only costs the next task a render
+    return files
+
+
+# This process's answers by (cluster file, its bytes' digest, host). ansible-playbook resolves the same host's
+# files for every host-task that names them, and key() walks the renderer's whole source tree each time; the
+# renderer code in one process does not change while it runs, and workers forked later inherit the entries.
+_answers: dict[tuple[str, str, str], dict[str, str]] = {}
+
+
+def rendered_in_process(
+    cluster_file: Path, host: str, render: Callable[[], dict[str, str]]
+) -> dict[str, str]:
+    """rendered(), remembered in this process until the cluster file's bytes change."""
+    answer_key = (str(cluster_file), hashlib.sha256(cluster_file.read_bytes()).hexdigest(), host)
+    files = _answers.get(answer_key)
+    if files is None:
+        files = _answers[answer_key] = rendered(cluster_file, host, render)
     return files
 
 

@@ -48,3 +48,27 @@ def test_an_unwritable_cache_still_renders(
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text("name: a\n")
     assert render_cache.rendered(cluster, "n1", lambda: {"f": "x"}) == {"f": "x"}
+
+
+def test_in_process_answers_skip_the_source_walk_until_the_cluster_file_changes(
+    sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(render_cache, "_answers", {})
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("name: a\n")
+    keys = 0
+    real_key = render_cache.key
+
+    def counted_key(cluster_file: Path, host: str) -> str:
+        nonlocal keys
+        keys += 1
+        return real_key(cluster_file, host)
+
+    monkeypatch.setattr(render_cache, "key", counted_key)
+    first = render_cache.rendered_in_process(cluster, "n1", lambda: {"f": "1"})
+    assert render_cache.rendered_in_process(cluster, "n1", lambda: {"f": "other"}) == first == {"f": "1"}
+    assert keys == 1  # the second answer came from this process: no walk of the renderer's sources
+    render_cache.rendered_in_process(cluster, "n2", lambda: {"f": "n2"})
+    cluster.write_text("name: b\n")
+    assert render_cache.rendered_in_process(cluster, "n1", lambda: {"f": "2"}) == {"f": "2"}
+    assert keys == 3

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from ansible.errors import AnsibleLookupError
@@ -52,27 +51,12 @@ def _render(cluster_file: str, host: str) -> dict[str, str]:
     return render(cluster, "onprem", host=host if gpu_node else None, source=cluster_file)
 
 
-# This process's answers by (cluster file, its bytes' digest, host): ansible-playbook resolves the same role's
-# files for every host-task that names them, and the disk cache's key walks the renderer's whole source
-# tree each time. The renderer code in this process does not change while it runs; workers forked later
-# inherit the entries.
-_answers: dict[tuple[str, str, str], dict[str, str]] = {}
-
-
 def _rendered(cluster_file: str, host: str) -> dict[str, str]:
-    """The host's files, from this process's answers or the disk cache every forked worker shares."""
+    """The host's files, remembered in this process and cached on disk for every forked worker."""
     require_gpucluster("gpucluster.cluster.render", AnsibleLookupError)
-    from gpucluster.render.disk_cache import rendered
+    from gpucluster.render.disk_cache import rendered_in_process
 
-    path = Path(cluster_file)
-    try:
-        answer_key = (cluster_file, hashlib.sha256(path.read_bytes()).hexdigest(), host)
-    except OSError:  # the loader names the file in its own error
-        return rendered(path, host, lambda: _render(cluster_file, host))
-    files = _answers.get(answer_key)
-    if files is None:
-        files = _answers[answer_key] = rendered(path, host, lambda: _render(cluster_file, host))
-    return files
+    return rendered_in_process(Path(cluster_file), host, lambda: _render(cluster_file, host))
 
 
 class LookupModule(LookupBase):

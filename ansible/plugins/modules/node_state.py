@@ -360,7 +360,7 @@ def read_state(options: dict[str, Any]) -> dict[str, Any]:
     result = {**_part(whole, options), "changed": False, "offers": whole["offers"]} if queries else whole
     if queries:
         result["parts"] = {name: {**_part(whole, query), "changed": False} for name, query in queries.items()}
-    result["query"] = {key: value for key, value in merged.items()}
+    result["query"] = dict(merged)
     return result
 
 

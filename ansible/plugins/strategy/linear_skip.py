@@ -58,6 +58,13 @@ _CONNECTION_VARIABLES = frozenset(
 _VALIDATE_ARGUMENT_SPEC = frozenset({"ansible.builtin.validate_argument_spec", "validate_argument_spec"})
 
 
+def _judged_here(task: Any) -> bool:
+    """Whether this process can stand in for the worker: no loop, delegation or run_once."""
+    if _RawTaskResult is None:
+        return False
+    return not (task.loop or task.loop_with or task.delegate_to or task.run_once)
+
+
 class StrategyModule(LinearStrategyModule):
     """ansible.builtin.linear, with false-`when` tasks and passing argument checks done in this process."""
 
@@ -88,9 +95,7 @@ class StrategyModule(LinearStrategyModule):
 
     def _skipped_result(self, task: Any, task_vars: dict[str, Any]) -> dict[str, Any] | None:
         """The worker's skipped result where the task's `when` is false; None where a worker must judge."""
-        if _RawTaskResult is None or not task.when or task.loop or task.loop_with or task.delegate_to:
-            return None
-        if task.run_once or task.action in constants._ACTION_META:
+        if not task.when or not _judged_here(task) or task.action in constants._ACTION_META:
             return None
         conditions = task.when if isinstance(task.when, list) else [task.when]
         if any(isinstance(c, str) and any(name in c for name in _CONNECTION_VARIABLES) for c in conditions):
@@ -108,9 +113,7 @@ class StrategyModule(LinearStrategyModule):
 
     def _validated_arguments_result(self, task: Any, task_vars: dict[str, Any]) -> dict[str, Any] | None:
         """validate_argument_spec's result where the arguments pass; None where a worker must run it."""
-        if _RawTaskResult is None or task.action not in _VALIDATE_ARGUMENT_SPEC or task.when or task.loop:
-            return None
-        if task.loop_with or task.delegate_to or task.run_once:
+        if task.action not in _VALIDATE_ARGUMENT_SPEC or task.when or not _judged_here(task):
             return None
         try:
             templar = TemplateEngine(loader=self._loader, variables=task_vars)
