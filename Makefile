@@ -14,7 +14,7 @@ export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 RACK_DEBS := mmdebstrap systemd-container apt-cacher-ng socat iproute2 openssh-client
 N ?= 4
 
-.PHONY: help install rack-deps demo test lint unit synth render bench golden role-docs clean rack-up rack-down
+.PHONY: help install rack-deps demo test lint unit synth render bench golden role-docs docs clean rack-up rack-down
 
 help:  ## list the verbs
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -61,8 +61,8 @@ demo: install rack-deps  ## the embedded default: validate, show, render, cdk sy
 
 lint: install  ## ruff and mypy --strict (ansible-lint runs in tests/ansible)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check gpucluster stacks tests bench app.py ansible/plugins
-	$(BIN)/mypy gpucluster stacks app.py
+	$(BIN)/ruff format --check gpucluster stacks tests bench app.py ansible/plugins tools
+	$(BIN)/mypy gpucluster stacks app.py tools
 
 # Two pytest processes side by side: the burst rack mostly waits (cloud nodes booting, Slurm's idle and
 # resume timers), so the pins rack and the offline suite run beside it and the other racks. Racks have their own names,
@@ -90,6 +90,9 @@ golden: install  ## regenerate render golden files (review the diff!)
 
 role-docs: install  ## regenerate the role READMEs from each role's meta/argument_specs.yml
 	$(BIN)/python -m tests.ansible.role_readmes
+
+docs: install  ## regenerate docs/cluster-file.md from the cluster-file model
+	$(BIN)/python -m tools.cluster_file_reference
 
 bench: install  ## benchmarks: figures and ratios, no pass/fail
 	$(BIN)/python bench/validate.py
