@@ -91,7 +91,7 @@ class ControllerAccess(Strict):
     """AWS credentials of a rack controller: IAM Roles Anywhere trusting the site's certificate authority.
 
     The controller presents a certificate whose subject CN is its Slurm host name; the role it gets may
-    only launch, tag and terminate this cluster's instances (README, "Controller credentials").
+    only launch, tag and terminate this cluster's instances (docs/security.md, "Controller credentials").
     """
 
     acm_pca_arn: (
@@ -140,7 +140,7 @@ class Burst(Strict):
 
 
 class Spot(Strict):
-    """What the spot agent on each spot node does with EC2's notices (README, "Spot")."""
+    """What the spot agent on each spot node does with EC2's notices (docs/burst-and-spot.md, "Spot")."""
 
     poll_seconds: Annotated[float, Field(ge=1, le=5)] = Field(
         default=5, description="Metadata polls per notice check; the notice comes two minutes ahead."
