@@ -43,7 +43,7 @@ rack-deps:  ## Debian packages the test rack needs (as root; skipped when presen
 
 install: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed  ## create the venvs and install the pinned CDK CLI
 
-demo: install rack-deps  ## the embedded default: validate, show, render, cdk synth, then a local rack runs a job
+demo: install rack-deps  ## validate, show, render, cdk synth; a local rack converged, accepted, running a job; then the burst
 	@echo "==> gpucluster validate $(CLUSTER)"
 	@$(BIN)/gpucluster validate $(CLUSTER)
 	@echo "==> gpucluster show $(CLUSTER)"
@@ -53,9 +53,9 @@ demo: install rack-deps  ## the embedded default: validate, show, render, cdk sy
 	@echo "==> npx cdk synth -c cluster=$(CLUSTER)"
 	@npx cdk synth -q -c cluster=$(CLUSTER)
 	@$(BIN)/python -m stacks.summary cdk.out
-	@echo "==> a local test rack: boot 3 nodes, converge with ansible/site.yml, run a 2-node job"
+	@echo "==> a local test rack: boot 3 nodes, converge with ansible/site.yml, admit them by acceptance, run a 2-node job"
 	@$(BIN)/python -m tests.rack.demo
-	@echo "==> burst: the rack's slurmctld launches emulated cloud nodes for a 2-node job, then powers them down"
+	@echo "==> burst: the rack's slurmctld launches emulated cloud nodes for a 2-node job and powers them down; a spot job checkpoints on its two-minute notice and resumes"
 	@$(BIN)/python -m tests.rack.demo_burst
 	@echo "demo done: node files in build/, CloudFormation in cdk.out/"
 

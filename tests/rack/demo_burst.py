@@ -25,6 +25,7 @@ from tests.rack.burst_rack import (
     put_train_script,
 )
 from tests.rack.sh import progress
+from tests.rack.slurm_state import report_left_drained
 
 DEMO_RACK = "demoburst"
 
@@ -55,7 +56,8 @@ def main() -> int:
             time.sleep(3)
         print(_ctl(burst, "sinfo"))
         print(f"instances still running: {len(burst.runner.running)}")
-        return _spot_interruption(burst)
+        resumed = _spot_interruption(burst)
+        return 1 if report_left_drained(burst.rack) else resumed
 
 
 def _spot_interruption(burst: Burst) -> int:

@@ -12,8 +12,9 @@ def rack_cluster_file(rack: str, hosts: list[tuple[str, str]], gpus_per_node: in
         "apiVersion": "gpucluster/v1",
         "kind": "Cluster",
         "name": f"testrack{rack}",
-        # Debian 12's own packages run on the test rack.
-        "versions": {"slurm": "22.05.8"},
+        # Debian 12's own Slurm runs on the test rack. The driver pin is the one the recorded healthy node ran
+        # (tests/accept/samples/healthy), so acceptance with those probes sees the pinned driver.
+        "versions": {"slurm": "22.05.8", "nvidia_driver_branch": "570", "nvidia_driver": "570.172.08"},
         "slurm": {
             "controller": controller,
             "accounting": {"enabled": True},

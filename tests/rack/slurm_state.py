@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections.abc import Callable
 
@@ -25,3 +26,18 @@ def wait_for(what: str, check: Callable[[], bool], timeout_s: float = 60) -> Non
     while not check():
         assert time.monotonic() < deadline, f"timed out: {what}"
         time.sleep(1)
+
+
+def drained_nodes(rack: Rack) -> dict[str, str]:
+    """{node: reason} for every node slurmctld holds drained, draining or down (a run must leave none)."""
+    listed = rack.ssh("ctl", "sinfo -h -N -t drain,draining,down,fail -o '%N|%E'", check=False)
+    rows = (line.split("|", 1) for line in listed.splitlines() if "|" in line)
+    return {node.strip(): reason.strip() for node, reason in rows}
+
+
+def report_left_drained(rack: Rack) -> bool:
+    """Print each node left drained or down to stderr; True if there is one (a demo's run must leave none)."""
+    drained = drained_nodes(rack)
+    for node, reason in drained.items():
+        print(f"FAIL: {node} is left drained or down: {reason}", file=sys.stderr)
+    return bool(drained)
