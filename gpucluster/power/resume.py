@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 import boto3
 from botocore.config import Config
 
+from gpucluster.clusterfile.hostlist import expand
 from gpucluster.names import MAX_COUNT_REFUSAL, POWER_REASON
 from gpucluster.power import capacity, config, fleet
-from gpucluster.power.hostlists import expand
 from gpucluster.power.log import log
 from gpucluster.power.resume_marks import ResumeMarks
 from gpucluster.power.slurm import Scontrol, Slurm

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
+from gpucluster.clusterfile.hostlist import expand
 from gpucluster.power import fleet
-from gpucluster.power.hostlists import expand
 from gpucluster.power.log import log
 from gpucluster.power.resume import clients, program_arguments
 from gpucluster.power.resume_marks import ResumeMarks

@@ -86,13 +86,25 @@ def _changed_lines(change: Change) -> list[str]:
     return sorted(old ^ new)
 
 
+def _named(hostlist: str) -> list[str]:
+    """The nodes a NodeName hostlist names; one we cannot read (a hand edit on a node) names itself.
+
+    The old text comes from the node, so it may hold what Slurm tolerates and expand() refuses. Such a
+    line names no rendered host, so the node's lines differ from the rendered ones: restart, not skip.
+    """
+    try:
+        return expand(hostlist)
+    except ValueError:
+        return [hostlist]
+
+
 def node_names(text: str | None) -> set[str]:
     """Every node a slurm.conf or gres.conf declares on its NodeName lines."""
     names: set[str] = set()
     for line in (text or "").splitlines():
         match = _NODE_LINE.match(line)
         if match and match.group(1) != "DEFAULT":
-            names.update(expand(match.group(1)))
+            names.update(_named(match.group(1)))
     return names
 
 
@@ -121,12 +133,18 @@ def _slurm_conf(change: Change) -> frozenset[Action]:
 
 
 def own_lines(text: str | None, host: str) -> list[str]:
-    """The NodeName lines of a gres.conf that apply to host (other lines: global settings)."""
+    """The lines of a gres.conf that apply to host: its NodeName lines, named for it, and global settings.
+
+    A NodeName line names host wherever it stands in the hostlist (`gpu-c[01,03]` names gpu-c03), and
+    reads `NodeName=<host> …`, so regrouping the hostlist (a node retired beside it) changes nothing.
+    """
     lines = []
     for line in (text or "").splitlines():
         match = _NODE_LINE.match(line)
-        if (match and host in expand(match.group(1))) or (not match and line and not line.startswith("#")):
-            lines.append(line.replace(match.group(1), host, 1) if match else line)
+        if match and host in _named(match.group(1)):
+            lines.append(line.replace(match.group(1), host, 1))
+        elif not match and line and not line.startswith("#"):
+            lines.append(line)
     return lines
 
 

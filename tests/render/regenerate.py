@@ -10,11 +10,14 @@ from gpucluster.render.output import render_all
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden"
+# Cluster files that exist for a golden case only (e.g. a rack with a retired node's gap).
+CASES = Path(__file__).resolve().parent / "cases"
 
 
 def golden_cases() -> dict[str, Path]:
-    """One golden case per shipped cluster file."""
-    return {p.stem: p for p in sorted((ROOT / "clusters").glob("*.yaml"))}
+    """One golden case per shipped cluster file, and one per file in tests/render/cases/."""
+    files = sorted((ROOT / "clusters").glob("*.yaml")) + sorted(CASES.glob("*.yaml"))
+    return {p.stem: p for p in files}
 
 
 def rendered(cluster_file: Path) -> dict[str, str]:

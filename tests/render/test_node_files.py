@@ -7,7 +7,15 @@ from pathlib import Path
 
 from gpucluster.clusterfile import Cluster, load
 from gpucluster.render import render
-from gpucluster.render.node_files import NODE_FILES, Action, Change, needs, own_lines, role_records
+from gpucluster.render.node_files import (
+    NODE_FILES,
+    Action,
+    Change,
+    needs,
+    node_names,
+    own_lines,
+    role_records,
+)
 from tests.conftest import ROOT
 
 TEMPLATES = ROOT / "templates"
@@ -73,6 +81,38 @@ def test_own_gres_lines_follow_the_hostlist() -> None:
     )
     assert own_lines(text, "n2") == ["AutoDetect=off", "NodeName=n2 Name=gpu File=/dev/nvidia[0-7]"]
     assert own_lines(text, "m1") == ["AutoDetect=off", "NodeName=m1 Name=gpu File=/dev/nvidia0"]
+
+
+def test_each_node_of_a_gapped_rack_finds_its_own_gres_line() -> None:
+    gapped = load(ROOT / "tests" / "render" / "cases" / "gapped-rack.yaml").cluster
+    files = render(gapped, "onprem", group="row-c")
+    gres, slurm = files["slurm/gres.conf"], files["slurm/slurm.conf"]
+    assert "NodeName=gpu-c[01,03] Name=gpu Type=a100 File=/dev/nvidia[0-3]" in gres.splitlines()
+    for host in ("gpu-c01", "gpu-c03"):
+        assert own_lines(gres, host) == [
+            "AutoDetect=off", f"NodeName={host} Name=gpu Type=a100 File=/dev/nvidia[0-3]"
+        ]  # fmt: skip
+    assert own_lines(gres, "gpu-c02") == ["AutoDetect=off"]  # retired: no line of its own
+    assert node_names(slurm) == {"gpu-b01", "gpu-b02", "gpu-b03", "gpu-b04", "gpu-c01", "gpu-c03"}
+
+
+def test_gres_changes_on_a_gapped_rack_restart_only_the_nodes_they_concern() -> None:
+    range_line = "AutoDetect=off\nNodeName=gpu-c[01-03] Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
+    retired = range_line.replace("gpu-c[01-03]", "gpu-c[01,03]")
+    halved = retired.replace("nvidia[0-3]", "nvidia[0-1]")
+    # Retiring gpu-c02 regroups the hostlist: the nodes beside it keep their own line, no restart.
+    assert needs("slurm/gres.conf", Change(range_line, retired, "gpu-c03", "23.11.10")) == {Action.NONE}
+    assert needs("slurm/gres.conf", Change(retired, halved, "gpu-c03", "23.11.10")) == {
+        Action.SLURMD_DRAIN_RESTART
+    }
+
+
+def test_a_hostlist_only_slurm_tolerates_counts_as_a_change_not_a_crash() -> None:
+    # The old text comes from the node: a hand edit there may hold what expand() refuses.
+    odd = "NodeName=gpu-c[01-] Name=gpu File=/dev/nvidia0\n"
+    new = "NodeName=gpu-c01 Name=gpu File=/dev/nvidia0\n"
+    assert needs("slurm/gres.conf", Change(odd, new, "gpu-c01", "23.11.10")) == {Action.SLURMD_DRAIN_RESTART}
+    assert node_names(odd) == {"gpu-c[01-]"}
 
 
 def test_a_file_the_node_lacked_or_already_holds_needs_nothing() -> None:

@@ -57,7 +57,7 @@ def rack_declares_nodes(cluster: Cluster) -> Iterator[Finding]:
                 yield Finding(
                     ("onprem", "racks", index, "node_range", "pattern"),
                     str(exc),
-                    "write the lower number first, e.g. gpu-a[01-04]",
+                    "a node_range is one range of consecutive numbers, e.g. gpu-a[01-04]",
                 )
 
 
