@@ -268,6 +268,33 @@ def test_second_converge_changes_nothing(rack: Rack) -> None:
     )
 
 
+def test_hand_made_drift_is_repaired_by_one_run_with_only_the_restarts_it_needs(rack: Rack) -> None:
+    """n1's gres.conf edited by hand (its GPUs narrowed), slurmd unheld on n2, slurmd stopped on n3."""
+    pristine = rack.ssh("ctl", "md5sum < /etc/slurm/gres.conf")
+    rack.ssh("n1", r"sed -i 's/nvidia\[0-7\]/nvidia[0-3]/' /etc/slurm/gres.conf")
+    assert rack.ssh("n1", "md5sum < /etc/slurm/gres.conf") != pristine
+    rack.ssh("n2", "apt-mark unhold slurmd")
+    rack.ssh("n3", "systemctl stop slurmd")
+    run = converge(rack)
+    assert run.rc == 0, run.output[-3000:]
+    changed = {host: c["changed"] for host, c in run.recap().items()}
+    assert changed["ctl"] == 0 and all(changed[n] > 0 for n in ("n1", "n2", "n3")), changed
+    done = handlers_run(run.output)
+    # slurmd reads gres.conf only when it starts: n1's slurmd restarts (drained first); nothing else does.
+    assert done.get("Restart slurmd") == {"n1"}, done
+    assert "Restart slurmctld" not in done and "Restart munge" not in done, done
+    assert rack.ssh("n1", "md5sum < /etc/slurm/gres.conf") == pristine
+    assert "slurmd" in rack.ssh("n2", "apt-mark showhold").split()
+    assert rack.ssh("n3", "systemctl is-active slurmd", check=False).strip() == "active"
+    wait_for(
+        "every compute node idle again, none drained",
+        lambda: {s for s, _ in slurm_nodes(rack, "n1", "n2", "n3").values()} == {"IDLE"},
+    )
+    assert rack.ssh("ctl", "srun -N3 hostname | sort").split() == ["n1", "n2", "n3"]
+    again = converge(rack)
+    assert again.rc == 0 and all(c["changed"] == 0 for c in again.recap().values()), again.output[-3000:]
+
+
 def test_a_down_node_does_not_stop_the_rest(rack: Rack) -> None:
     rack.stop_node("n2")
     try:
