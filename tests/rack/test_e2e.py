@@ -180,7 +180,7 @@ def test_gres_allocates_two_declared_gpus(rack: Rack) -> None:
 
 def test_jobs_take_slurmds_locked_memory_limit_not_the_submitting_shells(rack: Rack) -> None:
     # RDMA pins memory: a login shell's 64 KiB limit must not reach the job (PropagateResourceLimitsExcept).
-    # slurmd's own limit is its unit's LimitMEMLOCK=infinity where the machine allows it (README).
+    # slurmd's own limit is its unit's LimitMEMLOCK=infinity where the machine allows it (docs/slurm.md).
     slurmd = rack.ssh("n1", "grep 'Max locked memory' /proc/$(pidof slurmd)/limits").split()[3]
     expected = "unlimited" if slurmd == "unlimited" else str(int(slurmd) // 1024)
     assert (
