@@ -97,10 +97,17 @@ def _power_vars(cluster: Cluster) -> dict[str, Any]:
 
 
 def _slurm_package_vars(cluster: Cluster) -> dict[str, Any]:
+    packages = cluster.slurm.packages
+    release = packages.release
+    build_host = (release.build_host or cluster.slurm.controller) if release else ""
     return {
-        "slurm_common_package_source": cluster.slurm.packages.source,
-        "slurm_common_package_repository": cluster.slurm.packages.repository or "",
-        "slurm_common_package_signing_key": cluster.slurm.packages.signing_key or "",
+        "slurm_common_package_source": packages.source,
+        "slurm_common_package_repository": packages.repository or "",
+        "slurm_common_package_signing_key": packages.signing_key or "",
+        # source upstream-release: the tarball, its checksum and the rack host that builds the packages.
+        "slurm_common_release_url": release.url_for(cluster.versions.slurm) if release else "",
+        "slurm_common_release_sha256": release.sha256 if release else "",
+        "slurm_common_release_build_host": build_host,
         "slurm_common_slurm_uid": SLURM_UID,
         "slurm_common_munge_uid": MUNGE_UID,
         "slurm_common_job_users": [
@@ -190,6 +197,8 @@ def image_vars(cluster: Cluster) -> dict[str, Any]:
     return {
         **pin_vars(cluster, "aws"),
         **_slurm_package_vars(cluster),
+        # The image build host builds its own Slurm packages (upstream-release): no rack host is reachable.
+        "slurm_common_release_build_host": "",
         "gpu_nvidia_driver_install_mode": "full",
         # Every 8-GPU EC2 type this tool launches (p4d, p5, p5e, p5en) joins its GPUs through NVSwitch.
         "gpu_nvidia_driver_nvswitch": any(group.gpu_count >= 8 for group in aws_groups),

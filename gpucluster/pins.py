@@ -31,12 +31,7 @@ def pin_sources(cluster: Cluster) -> list[PinSource]:
     v = cluster.versions
     mirror = cluster.onprem.package_mirror if cluster.onprem else None
     nvidia = f"{NVIDIA_REPOSITORY} mirrored at {mirror}" if mirror else NVIDIA_REPOSITORY
-    packages = cluster.slurm.packages
-    slurm = (
-        "the OS distribution's packages"
-        if packages.source == "distribution"
-        else f"the site repository {packages.repository}"
-    )
+    slurm = slurm_source(cluster)
 
     def pin(name: str, variable: str, onprem: str | None, aws: str = NODE_IMAGE) -> PinSource:
         return PinSource(pin=name, version=str(getattr(v, name)), variable=variable, onprem=onprem, aws=aws)
@@ -53,6 +48,21 @@ def pin_sources(cluster: Cluster) -> list[PinSource]:
         pin("efa_installer", "net_efa_installer_version", None),
         pin("aws_ofi_nccl", "net_efa_aws_ofi_nccl_version", None),
     ]
+
+
+def slurm_source(cluster: Cluster) -> str:
+    """Where rack nodes get Slurm, in words: the distribution, the site's repository or a build here."""
+    packages = cluster.slurm.packages
+    if packages.source == "site-repository":
+        return f"the site repository {packages.repository}"
+    if packages.release is not None:
+        release = packages.release
+        build_host = release.build_host or cluster.slurm.controller
+        return (
+            f"built on {build_host} from {release.url_for(cluster.versions.slurm)}"
+            f" (sha256 {release.sha256[:12]}…) with SchedMD's debian/ packaging"
+        )
+    return "the OS distribution's packages"
 
 
 def pin_lines(cluster: Cluster) -> list[str]:

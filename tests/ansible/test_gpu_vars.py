@@ -31,10 +31,10 @@ def _host(cluster: Cluster, name: str) -> dict[str, Any]:
 
 def test_a_node_gets_the_pinned_versions(example: Cluster) -> None:
     host = _host(example, "gpu-a01")
-    assert host["gpu_nvidia_driver_branch"] == example.versions.nvidia_driver_branch == "570"
-    assert host["gpu_nvidia_driver_version"] == "570.172.08"
-    assert host["gpu_cuda_toolkit_version"] == host["gpu_nccl_cuda_version"] == "12.8"
-    assert host["gpu_nccl_version"] == "2.26.2-1"
+    assert host["gpu_nvidia_driver_branch"] == example.versions.nvidia_driver_branch == "580"
+    assert host["gpu_nvidia_driver_version"] == "580.126.09"
+    assert host["gpu_cuda_toolkit_version"] == host["gpu_nccl_cuda_version"] == "13.0"
+    assert host["gpu_nccl_version"] == "2.28.9-1"
     assert host["gpu_nccl_tests_version"] == example.versions.nccl_tests
     assert host["gpu_dcgm_version"] == example.versions.dcgm
 

@@ -32,8 +32,8 @@ CHANGES: dict[str, list[tuple[str, str]]] = {
     "retention": [("noncurrent_version_days: 30", "noncurrent_version_days: 7\n    retention_days: 90")],
     "spot": [("      max_count: 8\n", SPOT_GROUP)],
     "partition": [('max_time: "2-00:00:00"', 'max_time: "1-00:00:00"')],
-    "driver": [('nvidia_driver_branch: "570"', 'nvidia_driver_branch: "575"'),
-               ('nvidia_driver: "570.172.08"', 'nvidia_driver: "575.57.08"')],
+    "driver": [('nvidia_driver_branch: "580"', 'nvidia_driver_branch: "590"'),
+               ('nvidia_driver: "580.126.09"', 'nvidia_driver: "590.48.01"')],
 }  # fmt: skip
 # Changes to the collection rather than the cluster file: (path, old, new).
 FILE_CHANGES: dict[str, tuple[str, str, str]] = {

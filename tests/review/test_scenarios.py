@@ -49,7 +49,7 @@ def test_adding_spot_capacity_shows_cost_and_new_resources(reviewed: Reviewed) -
     # No Auto Scaling group: a new group is a launch template the power programs launch from on demand.
     assert any("(AWS::EC2::LaunchTemplate) created: new instances from now on" in r for r in table(md))
     assert "| add | WILL_CREATE |" in md
-    # New Slurm nodes on Slurm 24.05: `scontrol reconfigure` restarts slurmctld in place (23.11+). The
+    # New Slurm nodes on Slurm 25.11: `scontrol reconfigure` restarts slurmctld in place (23.11+). The
     # file goes to every Slurm node name: head01, 8 rack nodes, p5-od's 4, p5-spot's 8 H100 and 8 H200 names.
     assert any("/etc/slurm/slurm.conf` on 29 host(s): `scontrol reconfigure` only" in r for r in table(md))
     assert not any("slurmctld restart" in r for r in table(md))
@@ -74,12 +74,12 @@ def test_driver_bump_reboots_the_gpu_nodes(reviewed: Reviewed) -> None:
     md = as_markdown(result)
     rows = table(md)
     assert any(
-        "nvidia_driver_branch 570 → 575" in r and "rolling reboot of 8 GPU nodes on-prem" in r for r in rows
+        "nvidia_driver_branch 580 → 590" in r and "rolling reboot of 8 GPU nodes on-prem" in r for r in rows
     ), rows
     assert "gpu-a01, gpu-a02, gpu-a03, gpu-a04, gpu-b01" in md
     assert (
         "up to 12 cloud nodes get the driver from the node image (image stack, or aws.ami_id): the pin change"
-        " builds a new AMI with 575.57.08" in md
+        " builds a new AMI with 590.48.01" in md
     )
     assert exit_status(result, ["data-loss", "replace", "security"]) == 0
 

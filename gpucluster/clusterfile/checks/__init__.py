@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from gpucluster.clusterfile.checks import aws as checks_aws
 from gpucluster.clusterfile.checks import cluster as checks_cluster
 from gpucluster.clusterfile.checks import onprem as checks_onprem
+from gpucluster.clusterfile.checks import software as checks_software
 from gpucluster.clusterfile.findings import Finding
 from gpucluster.clusterfile.model import Cluster
 
@@ -44,6 +45,7 @@ RULES: tuple[Rule, ...] = (
     checks_cluster.partitions_name_known_groups,
     checks_cluster.at_most_one_default_partition,
     checks_cluster.economics_prices_name_known_types,
+    checks_software.upstream_release_can_build,
 )
 
 

@@ -10,16 +10,22 @@ from gpucluster.clusterfile.model.common import HostName, Name, Strict, VersionP
 
 DriverBranch = Annotated[str, StringConstraints(pattern=r"^[0-9]{3}$")]
 Url = Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$")]
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+# Where SchedMD publishes each release tarball (https://www.schedmd.com/download-slurm/).
+SCHEDMD_DOWNLOAD_URL = "https://download.schedmd.com/slurm/slurm-{version}.tar.bz2"
 
 
 class Versions(Strict):
     """Software versions, each pinned; cloud AMIs and rack roles install exactly these."""
 
-    nvidia_driver_branch: DriverBranch = "570"
-    nvidia_driver: VersionPin = "570.172.08"
-    cuda: VersionPin = "12.8"
-    nccl: VersionPin = "2.26.2-1"
-    slurm: VersionPin = "24.05.8"
+    # Driver branch 580 is NVIDIA's long-lived production branch; CUDA 13.0 needs 580.65.06 or later.
+    nvidia_driver_branch: DriverBranch = "580"
+    nvidia_driver: VersionPin = "580.126.09"
+    cuda: VersionPin = "13.0"
+    nccl: VersionPin = "2.28.9-1"  # NVIDIA's repository builds it as 2.28.9-1+cuda13.0
+    # No distribution ships a supported Slurm (Debian 12: 22.05, Ubuntu 24.04: 23.11): a pin this new comes
+    # from slurm.packages source upstream-release or site-repository (docs/slurm-packages.md).
+    slurm: VersionPin = "25.11.6"
     efa_installer: VersionPin = "1.51.0"
     aws_ofi_nccl: VersionPin = "1.22.0"
     dcgm: VersionPin = "3.3.9"
@@ -90,21 +96,46 @@ class Users(Strict):
         return self
 
 
+class UpstreamRelease(Strict):
+    """Slurm built from its release tarball with SchedMD's own debian/ packaging (23.11 and later)."""
+
+    # Default: SchedMD's download URL for versions.slurm; a mirror or GitHub's tag archive also works.
+    tarball_url: Url | None = None
+    sha256: Sha256  # of the tarball; required, so a changed or truncated download is refused
+    # The rack host that builds the packages (it gets the build tools); default: the Slurm controller.
+    build_host: HostName | None = None
+
+    def url_for(self, version: str) -> str:
+        """The tarball's URL: the one given, or SchedMD's for `version`."""
+        return self.tarball_url or SCHEDMD_DOWNLOAD_URL.format(version=version)
+
+
 class SlurmPackages(Strict):
     """Where the Slurm packages come from; the roles refuse a source that does not offer the pin."""
 
-    # distribution: the OS's own packages (Debian 12: 22.05.8). site-repository: packages built with
-    # SchedMD's own packaging from the release tarball (README: "Slurm packages at the pin").
-    source: Literal["distribution", "site-repository"] = "distribution"
+    # distribution: the OS's own packages (Debian 12: 22.05.8). site-repository: the site's repository of
+    # packages built with SchedMD's packaging. upstream-release: built here from the release tarball
+    # (`release`), published as a flat apt repository on every node. docs/slurm-packages.md.
+    source: Literal["distribution", "site-repository", "upstream-release"] = "distribution"
     repository: Url | None = None  # apt: a flat repository (deb822 suite "/"); dnf: the baseurl
     signing_key: Url | None = None  # the repository's public key (apt Signed-By, dnf gpgkey)
+    release: UpstreamRelease | None = None  # source upstream-release only
 
     @model_validator(mode="after")
-    def _site_repository_named(self) -> SlurmPackages:
+    def _source_named(self) -> SlurmPackages:
         if self.source == "site-repository" and not (self.repository and self.signing_key):
             raise ValueError(
                 "source site-repository needs `repository` and `signing_key` (URLs of your Slurm package"
                 " repository and its key); or use source: distribution"
+            )
+        if self.source == "upstream-release" and self.release is None:
+            raise ValueError(
+                "source upstream-release needs `release` with the tarball's `sha256` (and optionally"
+                " `tarball_url`, `build_host`); or use source: site-repository"
+            )
+        if self.source != "upstream-release" and self.release is not None:
+            raise ValueError(
+                f"`release` is for source upstream-release, not {self.source}; remove it or change source"
             )
         return self
 
