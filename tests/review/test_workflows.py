@@ -53,8 +53,13 @@ def test_review_workflow_updates_one_comment_by_marker() -> None:
     assert flow["permissions"] == {"contents": "read", "pull-requests": "write"}
 
 
-def test_ci_workflow_runs_make_test() -> None:
+def test_ci_workflow_runs_the_demo_and_the_tests() -> None:
+    """The workflow runs .ci/run, and .ci/run runs `make demo`, then `make test`, stopping at a failure."""
     flow = yaml.safe_load((WORKFLOWS / "ci.yml").read_text())
     runs = [s.get("run", "") for s in flow["jobs"]["test"]["steps"]]
-    assert any("make test" in r for r in runs)
+    assert any(r.split()[-1] == ".ci/run" for r in runs if r), runs
+    script = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "set -euo pipefail" in script
+    commands = [line for line in script if line.startswith("make ")]
+    assert commands == ["make demo", "make test"], commands
     assert flow["jobs"]["test"]["runs-on"] == "ubuntu-latest"
