@@ -53,7 +53,13 @@ class Rack:
     gpus_per_node: int = 8
     # Nodes the cluster file declares (default: all); the others boot as spare nodes a test can add.
     declared: int | None = None
+    # Compute node numbers (default 1 … size-1): (1, 3) boots n1 and n3, a rack with a retired node's gap.
+    numbers: tuple[int, ...] = ()
     pids: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.numbers and len(self.numbers) != self.size - 1:
+            raise ValueError(f"rack {self.name}: {len(self.numbers)} node numbers for {self.size - 1} nodes")
 
     @property
     def state(self) -> Path:
@@ -62,8 +68,8 @@ class Rack:
 
     @property
     def node_names(self) -> list[str]:
-        """ctl, then n1 … n<size-1>."""
-        return ["ctl", *(f"n{i}" for i in range(1, self.size))]
+        """ctl, then n<number> for each compute node (n1 … n<size-1> by default)."""
+        return ["ctl", *(f"n{i}" for i in (self.numbers or range(1, self.size)))]
 
     def node(self, index: int) -> Node:
         """The index-th node."""

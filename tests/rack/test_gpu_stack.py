@@ -1,7 +1,9 @@
 """GPU and fabric stack on a test rack (no GPUs, no HCAs): user space installs, nothing claims hardware.
 
 The rack's cluster file is rewritten to declare 8 InfiniBand HCAs with IPoIB and n1 as subnet manager,
-so net_infiniband has work to do; the profile stays `install_mode: userspace`.
+so net_infiniband has work to do; the profile stays `install_mode: userspace`. Its compute nodes are n1
+and n3 (n2 retired, never booted), so the same converge proves a rack with a gap in its hostlist,
+`n[1,3]`; the hostlists gpucluster reads are compared with the rack's `scontrol show hostnames`.
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ import pytest
 import yaml
 
 from gpucluster.clusterfile import load
+from gpucluster.clusterfile.hostlist import expand
 from gpucluster.render import render
 from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
+from tests.rack.handlers import handlers_run, predicted
 from tests.rack.rack import Rack, down
+from tests.rack.slurm_hostnames import HAND_BUILT, SUFFIXED, generated, scontrol_hostnames
+from tests.rack.slurm_state import slurm_nodes, wait_for
 
 RACK = "g"
 IPOIB_ADDRESS = "10.78.0.12"
+N3_IPOIB_ADDRESS = "10.78.0.14"
 
 
 @dataclass
@@ -45,14 +52,15 @@ def _declare_fabric(rack: Rack) -> None:
     onprem["ipoib_cidr"] = "10.78.0.0/24"
     onprem["subnet_manager"] = "n1"
     onprem["racks"][0]["nodes"][0]["ipoib_address"] = IPOIB_ADDRESS
+    onprem["racks"][0]["nodes"][1]["ipoib_address"] = N3_IPOIB_ADDRESS
     rack.cluster_file.write_text(yaml.safe_dump(cluster, sort_keys=False))
 
 
 @pytest.fixture(scope="module")
 def gpu_rack() -> Iterator[Converged]:
-    """Rack "g" (ctl + n1) converged twice with the GPU and fabric stack; torn down after."""
+    """Rack "g" (ctl, n1, n3) converged twice with the GPU and fabric stack; torn down after."""
     require_rack_prerequisites()
-    booted = Rack(name=RACK, size=2)
+    booted = Rack(name=RACK, size=3, numbers=(1, 3))
     try:
         booted.up()
         _declare_fabric(booted)
@@ -69,13 +77,13 @@ def _sh(rack: Rack, command: str) -> str:
 
 def test_first_converge_succeeds(gpu_rack: Converged) -> None:
     assert gpu_rack.first.rc == 0, gpu_rack.first.output[-6000:]
-    assert set(gpu_rack.first.recap()) == {"ctl", "n1"}
+    assert set(gpu_rack.first.recap()) == {"ctl", "n1", "n3"}
 
 
 def test_second_converge_changes_nothing(gpu_rack: Converged) -> None:
     assert gpu_rack.second.rc == 0, gpu_rack.second.output[-6000:]
     changed = {host: counts["changed"] for host, counts in gpu_rack.second.recap().items()}
-    assert changed == {"ctl": 0, "n1": 0}, gpu_rack.second.output[-6000:]
+    assert changed == {"ctl": 0, "n1": 0, "n3": 0}, gpu_rack.second.output[-6000:]
 
 
 def test_check_mode_on_the_gpu_nodes_passes_unchanged(gpu_rack: Converged) -> None:
@@ -132,3 +140,65 @@ def test_no_kernel_module_service_or_reboot_for_absent_hardware(gpu_rack: Conver
     )
     assert present.strip() == ""
     assert "RUNNING HANDLER [gpu_nvidia_driver : Reboot into the new driver]" not in gpu_rack.first.output
+
+
+def _registered(rack: Rack) -> None:
+    """Wait until slurmd on n1 and n3 has registered (idle; drained until acceptance, which fails here)."""
+    states: dict[str, tuple[str, str]] = {}
+
+    def idle() -> bool:
+        states.update(slurm_nodes(rack, "n1", "n3"))
+        return all(state.startswith("IDLE") for state, _ in states.values())
+
+    wait_for(f"n1 and n3 registered, idle (last seen: {states})", idle)
+
+
+def test_a_rack_with_a_gap_registers_each_node_with_its_gpus(gpu_rack: Converged) -> None:
+    rack = gpu_rack.rack
+    assert "NodeName=n[1,3] " in rack.ssh("ctl", "grep ^NodeName= /etc/slurm/slurm.conf")
+    for node in ("ctl", "n3"):
+        assert "NodeName=n[1,3] Name=gpu" in rack.ssh(node, "cat /etc/slurm/gres.conf"), node
+    _registered(rack)
+    assert "Gres=gpu:h100:8" in rack.ssh("ctl", "scontrol show node n3")
+
+
+def test_gpucluster_reads_hostlists_as_the_racks_slurm_does(gpu_rack: Converged) -> None:
+    patterns = [*HAND_BUILT, *SUFFIXED, *generated()]
+    version, slurm = scontrol_hostnames(gpu_rack.rack, patterns)
+    suffix_read = version >= (23, 11)
+    differ = []
+    for pattern in patterns:
+        ours = _expanded(pattern)
+        theirs = slurm[pattern] if suffix_read or pattern not in SUFFIXED else ours
+        if theirs != ours:
+            differ.append(f"{pattern}: gpucluster {ours}, scontrol {slurm[pattern]}")
+    assert not differ, "\n".join(differ)
+    if not suffix_read:
+        assert all(slurm[p] is None for p in SUFFIXED), (version, {p: slurm[p] for p in SUFFIXED})
+    refused = [p for p in patterns if slurm[p] is None and p not in SUFFIXED]
+    assert refused == ["n[3-1]", "n[a-b]", "n[0-70000]"], refused
+
+
+def _expanded(pattern: str) -> list[str] | None:
+    try:
+        return expand(pattern)
+    except ValueError:
+        return None
+
+
+def test_a_gres_change_on_the_gapped_rack_restarts_slurmd_on_n3_as_the_review_predicts(
+    gpu_rack: Converged,
+) -> None:
+    """Half the declared GPUs: every node's own gres.conf line changes; the review and the converge agree."""
+    rack = gpu_rack.rack
+    before = rack.cluster_file.read_text()
+    cluster = yaml.safe_load(before)
+    cluster["onprem"]["profiles"]["testnode"]["gpus"]["count"] = 4
+    after = yaml.safe_dump(cluster, sort_keys=False)
+    restarts = [f.hosts for f in predicted(rack.cluster_file, before, after) if f.kind == "slurmd-restart"]
+    assert restarts == [["n1", "n3"]], restarts
+    rack.cluster_file.write_text(after)
+    run = _run(rack)
+    assert run.rc == 0, run.output[-6000:]
+    assert handlers_run(run.output).get("Restart slurmd") == {"n1", "n3"}, run.output[-6000:]
+    _registered(rack)
