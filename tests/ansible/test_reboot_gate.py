@@ -212,6 +212,21 @@ def test_back_needs_a_boot_after_the_request_and_no_reboot_flag() -> None:
     }
 
 
+def test_release_resumes_only_a_slot_of_ours_that_no_reboot_came_of() -> None:
+    controller = Controller(
+        {"n1": "IDLE", "n2": "IDLE+DRAIN", "n3": "IDLE+DRAIN+REBOOT_REQUESTED"},
+        reasons={"n2": "bad DIMM B2", "n3": "gpucluster reboot: NVIDIA driver 570.172.08 -> 570.195.03"},
+    )
+    _claim(controller, "n1")
+    assert _answer(controller, ["release", "--node", "n1"])["released"] is True
+    assert controller.states["n1"] == "IDLE" and "n1" not in controller.reasons
+    # An operator's drain, and a node whose reboot slurmctld is carrying out, are left as they are.
+    for node in ("n2", "n3"):
+        answer = _answer(controller, ["release", "--node", node])
+        assert answer["released"] is False, answer
+        assert "DRAIN" in controller.states[node]
+
+
 def test_main_prints_one_json_answer(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     argv = ["back", "--node", "n1", "--since", _since(BOOT, -1)]
     assert gate.main(argv, run=Controller({"n1": "IDLE"}), lock_path=str(tmp_path / "lock")) == 0

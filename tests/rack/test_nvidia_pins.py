@@ -489,6 +489,33 @@ def test_a_node_running_a_job_is_deferred_not_waited_on_and_its_job_keeps_runnin
     assert _slurm_node(rack, "n2")[0] in {"ALLOCATED", "MIXED"}  # not drained
 
 
+def test_a_driver_put_at_another_release_by_hand_is_reinstalled_at_the_pin_and_the_slot_released(
+    pinned: Pinned, rolled: Rolled
+) -> None:
+    """n1 runs the pinned (newer) release; someone unholds its driver and installs the older one by hand."""
+    rack = pinned.rack
+    packages = sorted(DEBIAN_DRIVER)
+    older = " ".join(f"{name}={mimic.PINNED}-1" for name in packages)
+    rack.ssh(
+        "n1",
+        f"apt-mark unhold {' '.join(packages)} >/dev/null && DEBIAN_FRONTEND=noninteractive"
+        f" apt-get install -y -q --allow-downgrades --no-install-recommends {older} >/dev/null",
+        timeout=300,
+    )
+    assert {_installed(rack, "n1").get(name) for name in packages} == {f"{mimic.PINNED}-1"}
+    rack.ssh("n1", f"touch {BOOT_MARKER}")
+    run = _run(rack, "--limit", "n1")
+    assert run.rc == 0, run.output[-6000:]
+    installed = _installed(rack, "n1")
+    assert {name: installed.get(name) for name in packages} == dict.fromkeys(packages, f"{mimic.NEWER}-1")
+    assert set(_sh(rack, "n1", "apt-mark showhold").split()) >= DEBIAN_DRIVER
+    assert _sh(rack, "n1", f"test -e {BOOT_MARKER} && echo yes").strip() == ""  # it rebooted into the pin
+    done = handlers_run(run.output)
+    assert done.get("Ask slurmctld to reboot the node into the new driver once it is idle") == {"n1"}, done
+    assert "Restart slurmd" not in done and "Restart munge" not in done, done
+    assert _slurm_node(rack, "n1") == ("IDLE", "")  # the slot is given back: not drained
+
+
 def _changed_tasks(output: str, host: str) -> list[str]:
     """The tasks and handlers that reported a change on host, from ansible-playbook's output."""
     found, current = [], ""
