@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Literal
 
-from gpucluster.clusterfile.hostlist import expand
+from gpucluster.clusterfile.hostlist import compress, expand
 
 Scope = Literal["shared", "onprem", "group", "cloud", "controller"]
 
@@ -77,6 +77,11 @@ RESTART_KEYS: Final = frozenset({
 # From 23.11 `scontrol reconfigure` restarts slurmctld in place, so nodes can be added or removed
 # without a restart: https://slurm.schedmd.com/archive/slurm-23.11.0/faq.html#add_nodes
 RECONFIGURE_RESTARTS_FROM: Final = (23, 11)
+# A registered node's declared hardware: before 23.11 `scontrol reconfigure` keeps the old values (seen on
+# the test rack, Slurm 22.05.8: Gres=gpu:h100:8 kept after a change to 4, the node then INVALID_REG).
+NODE_HARDWARE_KEYS: Final = frozenset({
+    "Gres", "CPUs", "Boards", "SocketsPerBoard", "Sockets", "CoresPerSocket", "ThreadsPerCore", "RealMemory",
+})  # fmt: skip
 _NODE_LINE = re.compile(r"^NodeName=(\S+)")
 
 
@@ -108,11 +113,36 @@ def node_names(text: str | None) -> set[str]:
     return names
 
 
+def node_hardware(text: str | None) -> dict[str, dict[str, str]]:
+    """{node: its declared hardware (NODE_HARDWARE_KEYS)} from a slurm.conf's NodeName lines."""
+    found: dict[str, dict[str, str]] = {}
+    for line in (text or "").splitlines():
+        match = _NODE_LINE.match(line)
+        if not match or match.group(1) == "DEFAULT":
+            continue
+        words = dict(word.split("=", 1) for word in line.split()[1:] if "=" in word)
+        declared = {key: value for key, value in words.items() if key in NODE_HARDWARE_KEYS}
+        for name in _named(match.group(1)):
+            found[name] = declared
+    return found
+
+
+def _hardware_changed(change: Change) -> list[str]:
+    """Nodes in both versions whose declared hardware differs."""
+    old, new = node_hardware(change.old), node_hardware(change.new)
+    return sorted(name for name in old.keys() & new.keys() if old[name] != new[name])
+
+
 def slurm_conf_restart_reasons(change: Change) -> list[str]:
     """Why a slurm.conf change needs slurmctld restarted for this Slurm version (empty: it does not)."""
     reasons: list[str] = []
-    if node_names(change.old) != node_names(change.new) and not _reconfigure_restarts(change.slurm_version):
+    before_23_11 = not _reconfigure_restarts(change.slurm_version)
+    if node_names(change.old) != node_names(change.new) and before_23_11:
         reasons.append(f"nodes added or removed (Slurm {change.slurm_version} < 23.11)")
+    changed = _hardware_changed(change) if before_23_11 else []
+    if changed:
+        hosts = compress(changed)
+        reasons.append(f"declared hardware of {hosts} changed (Slurm {change.slurm_version} < 23.11)")
     keys = sorted({line.split("=", 1)[0] for line in _changed_lines(change) if "=" in line} & RESTART_KEYS)
     if keys:
         reasons.append("changed " + ", ".join(keys))

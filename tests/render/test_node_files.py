@@ -15,6 +15,7 @@ from gpucluster.render.node_files import (
     node_names,
     own_lines,
     role_records,
+    slurm_conf_restart_reasons,
 )
 from tests.conftest import ROOT
 
@@ -105,6 +106,25 @@ def test_gres_changes_on_a_gapped_rack_restart_only_the_nodes_they_concern() -> 
     assert needs("slurm/gres.conf", Change(retired, halved, "gpu-c03", "23.11.10")) == {
         Action.SLURMD_DRAIN_RESTART
     }
+
+
+def test_a_nodes_declared_hardware_change_restarts_slurmctld_before_23_11_only() -> None:
+    # Slurm 22.05.8 on the test rack kept Gres=gpu:h100:8 after `scontrol reconfigure` for a change to 4.
+    old = (
+        "NodeName=n[1,3] CPUs=2 RealMemory=993 Gres=gpu:h100:8 State=UNKNOWN\n"
+        "PartitionName=debug Nodes=n[1,3]\n"
+    )
+    halved = old.replace("gpu:h100:8", "gpu:h100:4")
+    for version, restart in (("22.05.8", True), ("23.02.7", True), ("23.11.10", False), ("25.11.6", False)):
+        actions = needs("slurm/slurm.conf", Change(old, halved, "ctl", version))
+        assert (Action.SLURMCTLD_RESTART in actions) is restart, (version, actions)
+        assert Action.RECONFIGURE in actions
+    assert "declared hardware of n[1,3] changed (Slurm 22.05.8 < 23.11)" in slurm_conf_restart_reasons(
+        Change(old, halved, "ctl", "22.05.8")
+    )
+    # A partition's change alone needs no restart, whatever the version.
+    wider = old.replace("PartitionName=debug Nodes=n[1,3]", "PartitionName=debug Nodes=n[1,3] MaxTime=60")
+    assert needs("slurm/slurm.conf", Change(old, wider, "ctl", "22.05.8")) == {Action.RECONFIGURE}
 
 
 def test_a_hostlist_only_slurm_tolerates_counts_as_a_change_not_a_crash() -> None:
