@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -14,20 +13,14 @@ from typing import Any
 
 import pytest
 
+from tests.ansible.filter_plugins import filters
 from tests.conftest import ROOT
 
 BIN = Path(sys.executable).parent
 
 
 def _filters() -> dict[str, Any]:
-    spec = importlib.util.spec_from_file_location(
-        "gpucluster_files", ROOT / "ansible/plugins/filter/node_state_filters.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    filters: dict[str, Any] = module.FilterModule().filters()
-    return filters
+    return filters("node_state_filters.py")
 
 
 def _node_state(args: dict[str, Any], extra_env: dict[str, str]) -> dict[str, Any]:

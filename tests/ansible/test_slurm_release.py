@@ -13,7 +13,6 @@ the repository (copy, deb822 source, apt-cache madison, install at the pin, hold
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.ansible.filter_plugins import filters
 from tests.conftest import ROOT
 
 BIN = Path(sys.executable).parent
@@ -67,14 +67,7 @@ binary binary-arch binary-indep:
 
 
 def _filters() -> dict[str, Any]:
-    spec = importlib.util.spec_from_file_location(
-        "slurm_release", ROOT / "ansible/plugins/filter/slurm_release.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    filters: dict[str, Any] = module.FilterModule().filters()
-    return filters
+    return filters("slurm_release.py")
 
 
 def _tarball(where: Path, version: str, *, debian: bool = True) -> tuple[Path, str]:
