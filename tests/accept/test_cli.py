@@ -19,10 +19,10 @@ from gpucluster.cli import main as cli_main
 from gpucluster.clusterfile import load_text
 from gpucluster.clusterfile.catalog.hardware import FABRICS, GPU_MODELS
 from gpucluster.clusterfile.catalog.thresholds import MULTI_NODE_BUSBW_PER_PORT, SINGLE_NODE_BUSBW
+from tests.accept.example_at_sample_driver import EXAMPLE
 from tests.accept.test_checks import node_commands
 from tests.conftest import ROOT
 
-EXAMPLE = ROOT / "clusters" / "example.yaml"
 TESTRACK_OBS = ROOT / "tests" / "accept" / "samples" / "testrack" / "observations.json"
 TESTRACK_REASON = (
     "gpu_count: expected 8 x NVIDIA H100 80GB HBM3, found 0 GPUs "
