@@ -268,10 +268,11 @@ def build_deb(deb: Deb, out: Path, work: Path) -> None:
     )
 
 
-def _release(tree: Path) -> str:
+def release_text(tree: Path, origin: str = "gpucluster mimic of NVIDIA") -> str:
+    """A flat repository's Release file over the Packages and Packages.gz in tree."""
     lines = [
-        "Origin: gpucluster mimic of NVIDIA",
-        "Label: gpucluster mimic of NVIDIA",
+        f"Origin: {origin}",
+        f"Label: {origin}",
         "Architectures: amd64",
         f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S +0000', time.gmtime())}",
         "SHA256:",
@@ -300,7 +301,7 @@ def build(root: Path, kernel: str) -> dict[str, Path]:
             ).stdout
             (tree / "Packages").write_bytes(index)
             (tree / "Packages.gz").write_bytes(gzip.compress(index))
-            (tree / "Release").write_text(_release(tree))
+            (tree / "Release").write_text(release_text(tree))
             gpg(home, "--yes", "--clearsign", "--output", str(tree / "InRelease"), str(tree / "Release"))
             gpg(home, "--yes", "--armor", "--output", str(tree / "3bf863cc.pub"), "--export")
             trees[shape] = tree

@@ -17,7 +17,6 @@ start. What runs is the role's real path on real apt and dpkg inside the nodes:
 from __future__ import annotations
 
 import gzip
-import hashlib
 import re
 import shutil
 import subprocess
@@ -34,7 +33,7 @@ import yaml
 from tests.ansible.test_slurm_release import _tarball
 from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
 from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
-from tests.rack.nvidia_mimic import Deb, build_deb
+from tests.rack.nvidia_mimic import Deb, build_deb, release_text
 from tests.rack.rack import Rack, down
 from tests.rack.sh import progress
 from tests.rack.signing import gpg, signing_home
@@ -129,17 +128,7 @@ def _site_repository(root: Path) -> None:
     ).stdout
     (root / "Packages").write_bytes(index)
     (root / "Packages.gz").write_bytes(gzip.compress(index))
-    lines = [
-        "Origin: gpucluster test site",
-        "Label: gpucluster test site Slurm",
-        "Architectures: amd64",
-        f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S +0000', time.gmtime())}",
-        "SHA256:",
-    ]
-    for name in ("Packages", "Packages.gz"):
-        data = (root / name).read_bytes()
-        lines.append(f" {hashlib.sha256(data).hexdigest()} {len(data)} {name}")
-    (root / "Release").write_text("\n".join(lines) + "\n")
+    (root / "Release").write_text(release_text(root, "gpucluster test site"))
     with signing_home("gpucluster test site <site@gpucluster.invalid>") as home:
         gpg(home, "--yes", "--clearsign", "--output", str(root / "InRelease"), str(root / "Release"))
         gpg(home, "--yes", "--armor", "--output", str(root / "key.asc"), "--export")
