@@ -20,11 +20,14 @@ def slurm_nodes(rack: Rack, *nodes: str) -> dict[str, tuple[str, str]]:
     return found
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout_s: float = 60) -> None:
-    """Poll check every second until it holds; fail naming what did not happen in time."""
+def wait_for(
+    what: str, check: Callable[[], bool], timeout_s: float = 60, seen: Callable[[], object] | None = None
+) -> None:
+    """Poll check every second until it holds; fail naming what did not happen in time (and what `seen`
+    returns then: the state last read)."""
     deadline = time.monotonic() + timeout_s
     while not check():
-        assert time.monotonic() < deadline, f"timed out: {what}"
+        assert time.monotonic() < deadline, f"timed out: {what}" + (f" (last seen: {seen()})" if seen else "")
         time.sleep(1)
 
 
