@@ -170,13 +170,18 @@ def _trusted(value: Any) -> Any:
 
 
 def _driver(expression: str, **overrides: Any) -> Any:
+    return _role_expression(_DRIVER, expression, **overrides)
+
+
+def _role_expression(role_dir: Any, expression: str, **overrides: Any) -> Any:
+    """One expression over a role's defaults and vars, rendered by Ansible's templar with a node's facts."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
 
     loader = DataLoader()
     role = {
-        **loader.load_from_file(str(_DRIVER / "defaults/main.yml")),
-        **loader.load_from_file(str(_DRIVER / "vars/main.yml")),
+        **loader.load_from_file(str(role_dir / "defaults/main.yml")),
+        **loader.load_from_file(str(role_dir / "vars/main.yml")),
     }
     variables = {**_trusted(role), **_FACTS, **overrides}
     return Templar(loader=loader, variables=variables).template(trust_as_template("{{ " + expression + " }}"))
@@ -185,7 +190,7 @@ def _driver(expression: str, **overrides: Any) -> Any:
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        ({}, "dmabuf"),  # rdma-core, open modules of 570, kernel 6.1
+        ({}, "dmabuf"),  # rdma-core, open modules of 580, kernel 6.1
         (
             {"ansible_facts": {**_NODE_FACTS, "kernel": "5.4.0-150-generic"}},
             "unavailable",
@@ -220,8 +225,8 @@ def test_both_naming_shapes_ask_for_the_open_driver_and_fabric_manager() -> None
         gpu_nvidia_driver_nvswitch=True,
         gpu_nvidia_driver_apt_naming="ubuntu",
     )
-    assert debian[:2] == ["nvidia-driver", "nvidia-kernel-open-dkms"] and "nvidia-fabricmanager-570" in debian
-    assert ubuntu == ["nvidia-open-570", "nvidia-fabricmanager-570"]
+    assert debian[:2] == ["nvidia-driver", "nvidia-kernel-open-dkms"] and "nvidia-fabricmanager-580" in debian
+    assert ubuntu == ["nvidia-open-580", "nvidia-fabricmanager-580"]
 
 
 def test_the_branch_pattern_holds_the_branch_and_nothing_of_the_rest_of_the_stack() -> None:
@@ -232,19 +237,19 @@ def test_the_branch_pattern_holds_the_branch_and_nothing_of_the_rest_of_the_stac
         "libcuda1",
         "nvidia-kernel-open-dkms",
         "firmware-nvidia-gsp",
-        "cuda-drivers-570",
+        "cuda-drivers-580",
     ):
         assert debian.match(name), name
     for name in (
-        "nvidia-open-570",
-        "nvidia-driver-570-open",
-        "libnvidia-compute-570",
-        "nvidia-fabricmanager-570",
+        "nvidia-open-580",
+        "nvidia-driver-580-open",
+        "libnvidia-compute-580",
+        "nvidia-fabricmanager-580",
     ):
         assert ubuntu.match(name), name
     for name in ("cuda-toolkit-12-8", "libnccl2", "datacenter-gpu-manager", "linux-image-amd64"):
         assert not debian.match(name) and not ubuntu.match(name), name
-    assert not ubuntu.match("nvidia-driver-575-open")
+    assert not ubuntu.match("nvidia-driver-575-open") and not ubuntu.match("nvidia-driver-570-open")
 
 
 def test_debian_userspace_without_a_mirror_keeps_debian_tools_and_says_so() -> None:
@@ -304,3 +309,49 @@ def test_the_sources_the_driver_role_rewrites_are_this_releases_lacking_a_compon
     assert (
         _driver("__gpu_nvidia_driver_sources_list_to_fix", __gpu_nvidia_driver_state={"texts": done}) is False
     )
+
+
+def test_a_role_used_alone_defaults_to_the_model_s_pins() -> None:
+    """A role run alone (its defaults/) installs what a cluster file that omits `versions` gets."""
+    from gpucluster.clusterfile.model.software import Versions
+
+    pins = Versions()
+    expected = {
+        "gpu_nvidia_driver": {
+            "gpu_nvidia_driver_branch": pins.nvidia_driver_branch,
+            "gpu_nvidia_driver_version": pins.nvidia_driver,
+        },
+        "gpu_cuda_toolkit": {"gpu_cuda_toolkit_version": pins.cuda},
+        "gpu_nccl": {"gpu_nccl_version": pins.nccl, "gpu_nccl_cuda_version": pins.cuda},
+        "gpu_dcgm": {"gpu_dcgm_version": pins.dcgm},
+    }
+    for role, variables in expected.items():
+        defaults = yaml.safe_load((ROOT / "ansible" / "roles" / role / "defaults" / "main.yml").read_text())
+        assert {name: defaults[name] for name in variables} == variables, role
+
+
+@pytest.mark.parametrize(
+    ("dcgm", "cuda", "engine"),
+    [
+        ("4.4.2", "13.0", ["datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-cuda13"]),
+        ("4.4.2", "12.8.0", ["datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-cuda12"]),
+        ("3.3.9", "12.8", ["datacenter-gpu-manager"]),  # DCGM 3: one package
+    ],
+)
+def test_dcgm_pins_each_engine_package_of_its_major_and_the_exporter(
+    dcgm: str, cuda: str, engine: list[str]
+) -> None:
+    role = ROOT / "ansible" / "roles" / "gpu_dcgm"
+    pins = {"gpu_dcgm_version": dcgm, "gpu_dcgm_cuda_version": cuda}
+    exporter = "datacenter-gpu-manager-exporter"
+    assert _role_expression(role, "__gpu_dcgm_apt_names", **pins) == [*engine, exporter]
+    globs = _role_expression(role, "__gpu_dcgm_apt_globs", **pins)
+    assert globs == [f"1:{dcgm}*"] * len(engine) + [f"{dcgm}-*"]
+    text = _role_expression(role, "__gpu_dcgm_preferences_text", **pins)
+    # apt_preferences(5): stanzas separated by one blank line, each Package / Pin / Pin-Priority.
+    stanzas = [dict(line.split(": ", 1) for line in block.splitlines()) for block in text.split("\n\n")]
+    stanzas[0] = {key: value for key, value in stanzas[0].items() if not key.startswith("#")}
+    assert [stanza["Package"] for stanza in stanzas] == [*engine, exporter]
+    assert {stanza["Pin-Priority"] for stanza in stanzas} == {"1001"}
+    userspace = _role_expression(role, "__gpu_dcgm_apt_names", gpu_dcgm_install_mode="userspace", **pins)
+    assert userspace == engine

@@ -39,8 +39,10 @@ NEWER = "570.195.03"
 CUDA = ("12.8.0", "12.8.1")
 NVCC = ("12.8.61", "12.8.93")
 NCCL = ("2.26.2-1+cuda12.8", "2.27.3-1+cuda12.8")
-DCGM = ("1:3.3.9", "1:3.3.10")
-EXPORTER = ("3.3.9-3.6.1-1", "3.3.10-3.6.2-1")
+DCGM = ("1:4.4.2-1", "1:4.4.3-1")
+EXPORTER = ("4.4.2-4.7.1-1", "4.4.3-4.7.2-1")
+# DCGM 4 splits the engine (4-core) from its CUDA-specific diagnostics (4-cuda<major>).
+DCGM_CUDA_MAJORS = ("12", "13")
 KERNEL_REVISIONS = ("1", "2")
 TREES = {"debian": "debian12/x86_64", "ubuntu": "ubuntu2404/x86_64"}
 
@@ -226,11 +228,15 @@ def stack(kernel: str) -> list[Deb]:
             **_unit("nvidia-dcgm", "/usr/bin/nv-hostengine"),
         }
         debs += [
-            Deb("datacenter-gpu-manager", dcgm, files=engine),
+            Deb("datacenter-gpu-manager-4-core", dcgm, files=engine),
+            *(
+                Deb(f"datacenter-gpu-manager-4-cuda{cuda}", dcgm, f"datacenter-gpu-manager-4-core (= {dcgm})")
+                for cuda in DCGM_CUDA_MAJORS
+            ),
             Deb(
                 "datacenter-gpu-manager-exporter",
                 exporter,
-                f"datacenter-gpu-manager (>= {DCGM[0]})",
+                f"datacenter-gpu-manager-4-core (>= {DCGM[0]})",
                 {"usr/bin/dcgm-exporter": _LISTENER.format(port=9400)},
             ),
         ]

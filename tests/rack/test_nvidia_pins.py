@@ -64,7 +64,8 @@ STACK = {
     "cuda-nvcc-12-8": f"{mimic.NVCC[1]}-1",
     "libnccl2": mimic.NCCL[0],
     "libnccl-dev": mimic.NCCL[0],
-    "datacenter-gpu-manager": mimic.DCGM[0],
+    "datacenter-gpu-manager-4-core": mimic.DCGM[0],
+    "datacenter-gpu-manager-4-cuda12": mimic.DCGM[0],
     "datacenter-gpu-manager-exporter": mimic.EXPORTER[0],
     f"linux-image-{KERNEL}": mimic.KERNEL_REVISIONS[0],
     f"linux-headers-{KERNEL}": mimic.KERNEL_REVISIONS[0],
@@ -104,7 +105,7 @@ def _write_cluster_file(rack: Rack, driver: str) -> None:
         nvidia_driver=driver,
         cuda=mimic.CUDA[0],
         nccl="2.26.2-1",
-        dcgm="3.3.9",
+        dcgm=mimic.DCGM[0].removeprefix("1:").split("-")[0],
         efa_installer=efa_mimic.INSTALLER,
         aws_ofi_nccl=efa_mimic.AWS_OFI_NCCL,
     )

@@ -28,7 +28,7 @@ class Versions(Strict):
     slurm: VersionPin = "25.11.6"
     efa_installer: VersionPin = "1.51.0"
     aws_ofi_nccl: VersionPin = "1.22.0"
-    dcgm: VersionPin = "3.3.9"
+    dcgm: VersionPin = "4.4.2"
     nccl_tests: VersionPin = "2.13.11"
 
 
