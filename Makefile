@@ -86,10 +86,10 @@ render: install  ## render every node file of CLUSTER into build/
 	$(BIN)/gpucluster render $(CLUSTER) --out build/$$(basename $(CLUSTER) .yaml)
 
 golden: install  ## regenerate render golden files (review the diff!)
-	$(BIN)/python -m tests.render.regenerate
+	$(BIN)/python -m tools.render_golden
 
 role-docs: install  ## regenerate the role READMEs from each role's meta/argument_specs.yml
-	$(BIN)/python -m tests.ansible.role_readmes
+	$(BIN)/python -m tools.role_readmes
 
 docs: install  ## regenerate docs/cluster-file.md from the cluster-file model
 	$(BIN)/python -m tools.cluster_file_reference
