@@ -54,15 +54,15 @@ demo: install rack-deps  ## validate, show, render, cdk synth; a local rack conv
 	@npx cdk synth -q -c cluster=$(CLUSTER)
 	@$(BIN)/python -m stacks.summary cdk.out
 	@echo "==> a local test rack: boot 3 nodes, converge with ansible/site.yml, admit them by acceptance, run a 2-node job"
-	@$(BIN)/python -m tests.rack.demo
+	@$(BIN)/python -m gpucluster_rack.demo
 	@echo "==> burst: the rack's slurmctld launches emulated cloud nodes for a 2-node job and powers them down; a spot job checkpoints on its two-minute notice and resumes"
-	@$(BIN)/python -m tests.rack.demo_burst
+	@$(BIN)/python -m gpucluster_rack.demo_burst
 	@echo "demo done: node files in build/, CloudFormation in cdk.out/"
 
 lint: install  ## ruff and mypy --strict (ansible-lint runs in tests/ansible)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check gpucluster stacks tests bench app.py ansible/plugins tools
-	$(BIN)/mypy gpucluster stacks app.py tools
+	$(BIN)/ruff format --check gpucluster stacks tests bench app.py ansible/plugins tools gpucluster_rack
+	$(BIN)/mypy gpucluster stacks app.py tools gpucluster_rack
 
 # Two pytest processes side by side: the burst rack mostly waits (cloud nodes booting, Slurm's idle and
 # resume timers), so the pins rack and the offline suite run beside it and the other racks. Racks have their own names,
@@ -86,10 +86,10 @@ render: install  ## render every node file of CLUSTER into build/
 	$(BIN)/gpucluster render $(CLUSTER) --out build/$$(basename $(CLUSTER) .yaml)
 
 golden: install  ## regenerate render golden files (review the diff!)
-	$(BIN)/python -m tests.render.regenerate
+	$(BIN)/python -m tools.render_golden
 
 role-docs: install  ## regenerate the role READMEs from each role's meta/argument_specs.yml
-	$(BIN)/python -m tests.ansible.role_readmes
+	$(BIN)/python -m tools.role_readmes
 
 docs: install  ## regenerate docs/cluster-file.md from the cluster-file model
 	$(BIN)/python -m tools.cluster_file_reference
@@ -102,10 +102,10 @@ bench: install  ## benchmarks: figures and ratios, no pass/fail
 	$(BIN)/python bench/burst.py --rack
 
 rack-up: install rack-deps  ## boot a test rack of N nodes (default 4) on this machine
-	$(BIN)/python -m tests.rack up $(N)
+	$(BIN)/python -m gpucluster_rack up $(N)
 
 rack-down:  ## tear the test rack down (processes, mounts, namespaces, cgroups)
-	@if [ -x $(BIN)/python ]; then $(BIN)/python -m tests.rack down; else echo "no .venv: no rack was started"; fi
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m gpucluster_rack down; else echo "no .venv: no rack was started"; fi
 
 clean:  ## remove build outputs (keeps .venv and node_modules)
 	rm -rf build cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -6,13 +6,14 @@ loopback (HTTP, as the controller reaches AWS) with the example cluster's Capaci
 its spot group widened to 500 nodes; the median of three runs per size and the ratio to the 1-node run
 (target: ≤ 2 s for 64 nodes).
 
-Part two (--rack, root and `make rack-deps`, about ten minutes): the burst rack of tests/rack/burst_rack.py;
-a 1-node and a 4-node job (two groups), each split into submit → ResumeProgram start (slurmctld),
-ResumeProgram wall time (its log), ResumeProgram start → last instance booting (the emulated EC2 and the
-runner's 2.5 s start delay), instance start → slurmd registered (the node's own bootstrap; target ≤ 15 s)
-and last registration → job running (Slurm's periodic check, up to ~30 s), with submit → running (target
-≤ 45 s for 4 nodes). EC2's own launch and boot times are not in these figures (ParallelCluster's published
-baseline is ~294 s median from submit to start on a dynamic node, most of it EC2).
+Part two (--rack, root and `make rack-deps`, about ten minutes): the burst rack of
+gpucluster_rack/burst_rack.py; a 1-node and a 4-node job (two groups), each split into submit → ResumeProgram
+start (slurmctld), ResumeProgram wall time (its log), ResumeProgram start → last instance booting (the
+emulated EC2 and the runner's 2.5 s start delay), instance start → slurmd registered (the node's own
+bootstrap; target ≤ 15 s) and last registration → job running (Slurm's periodic check, up to ~30 s), with
+submit → running (target ≤ 45 s for 4 nodes). EC2's own launch and boot times are not in these figures
+(ParallelCluster's published baseline is ~294 s median from submit to start on a dynamic node, most of it
+EC2).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ import boto3  # noqa: E402
 
 from gpucluster.clusterfile import load  # noqa: E402
 from gpucluster.power import config, resume  # noqa: E402
-from tests.rack.emulated_deploy import Deployer, synth_capacity  # noqa: E402
-from tests.rack.proxy import wait_for_port  # noqa: E402
+from gpucluster_rack.emulated_deploy import Deployer, synth_capacity  # noqa: E402
+from gpucluster_rack.proxy import wait_for_port  # noqa: E402
 
 PORT = 5499
 SIZES = (1, 4, 64, 500)
@@ -111,7 +112,7 @@ def _stamp(text: str) -> float:
 
 def rack_phases() -> None:
     """Boot the burst rack, run a 1-node and a 4-node job, print each phase."""
-    from tests.rack.burst_rack import USER, burst_rack  # noqa: PLC0415 (needs root and the rack tools)
+    from gpucluster_rack.burst_rack import USER, burst_rack  # noqa: PLC0415 (needs root and the rack tools)
 
     rows = []
     with burst_rack("benchburst") as burst:

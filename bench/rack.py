@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpucluster import names  # noqa: E402
-from tests.rack.conftest import converge  # noqa: E402
-from tests.rack.rack import Rack, down  # noqa: E402
+from gpucluster_rack.playbook import converge  # noqa: E402
+from gpucluster_rack.rack import Rack, down  # noqa: E402
 
 UNTUNED = {
     "ANSIBLE_PIPELINING": "False",

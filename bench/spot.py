@@ -1,6 +1,7 @@
 """Spot timings on the burst rack: how fast a notice reaches jobs, and what an interruption costs a job.
 
-Needs root and `make rack-deps`; about fifteen minutes (it boots the burst rack of tests/rack/burst_rack.py).
+Needs root and `make rack-deps`; about fifteen minutes (it boots the burst rack of
+gpucluster_rack/burst_rack.py).
 1. Notice → signal delivered, five times on one spot node: a job that records when its batch shell gets
    the signal; the metadata emulator starts answering the notice at t0 (the agent polls every 5 s, so the
    expected figure is half a poll period plus scancel). Target: ≤ 6 s (the median, and each run).
@@ -27,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from tests.rack import emulated_aws  # noqa: E402
+from gpucluster_rack import emulated_aws  # noqa: E402
 
 RUNS = 5
 STEPS = 40
@@ -64,7 +65,7 @@ class Bench:
 
     def signal_latency(self, run: int, user: str) -> float:
         """Submit the trap job (first on any spot node, then on the same), notice, time the signal."""
-        from tests.rack.burst_rack import node_tag  # noqa: PLC0415
+        from gpucluster_rack.burst_rack import node_tag  # noqa: PLC0415
 
         where = f"-w {self.node}" if self.node else ""
         job = self.ctl(f'su - {user} -c "sbatch --parsable -p spot -N1 {where} --wrap \\"{TRAP}\\""').strip()
@@ -85,7 +86,7 @@ class Bench:
 
     def interruption(self, user: str, bucket: str, interval_s: int) -> tuple[float, float, int]:
         """The reference job interrupted once: notice → checkpoint, notice → running again, steps lost."""
-        from tests.rack.burst_rack import checkpoint_record, put_train_script  # noqa: PLC0415
+        from gpucluster_rack.burst_rack import checkpoint_record, put_train_script  # noqa: PLC0415
 
         train = put_train_script(self.burst)
         job = self.ctl(
@@ -113,7 +114,7 @@ class Bench:
 
 def main() -> None:
     """Boot the burst rack, measure, print the figures."""
-    from tests.rack.burst_rack import BUCKET, CHECKPOINT_INTERVAL_S, USER, burst_rack  # noqa: PLC0415
+    from gpucluster_rack.burst_rack import BUCKET, CHECKPOINT_INTERVAL_S, USER, burst_rack  # noqa: PLC0415
 
     with burst_rack("benchspot") as burst:
         if burst.first.rc != 0:

@@ -17,8 +17,8 @@ from gpucluster.accept.fabric_finding import Finding
 from gpucluster.accept.observations import Observations, observations_from
 from gpucluster.accept.results import CheckResult
 from gpucluster.clusterfile import Cluster, load_text
+from gpucluster_rack.rack_cluster import rack_cluster_file
 from tests.conftest import ROOT
-from tests.rack.rack_cluster import rack_cluster_file
 
 SAMPLES = ROOT / "tests" / "accept" / "samples"
 NO_DRIVER = "nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."

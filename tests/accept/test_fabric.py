@@ -21,9 +21,9 @@ from gpucluster.accept.fabric import FABRIC_OBSERVATIONS, analyse, fabric_from, 
 from gpucluster.accept.fabric_plan import Launch, ranks_per_node, ring_pairs
 from gpucluster.cli import main as cli_main
 from gpucluster.clusterfile import Cluster, load_text
+from gpucluster_rack.rack_cluster import rack_cluster_file
 from tests.accept.test_cli import EXAMPLE, write_obs
 from tests.conftest import ROOT
-from tests.rack.rack_cluster import rack_cluster_file
 
 SAMPLE = (ROOT / "tests" / "accept" / "samples" / "healthy" / "all_reduce_perf-2nodes.txt").read_text()
 LAUNCH = Launch(reservation="gpucluster-accept", all_reduce_perf="/opt/nccl-tests/build/all_reduce_perf")

@@ -20,8 +20,8 @@ from types import ModuleType
 import pytest
 import yaml
 
-from tests.ansible import role_readmes
 from tests.conftest import ROOT
+from tools import role_readmes
 
 BIN = Path(sys.executable).parent
 COLLECTION = ROOT / "ansible"

@@ -1,6 +1,6 @@
 """Burst end to end: the rack's slurmctld powers emulated cloud nodes up and down, and they run jobs.
 
-Rack "c" (tests/rack/burst_rack.py): a controller and a rack node converged from a hybrid cluster file
+Rack "c" (gpucluster_rack/burst_rack.py): a controller and a rack node converged from a hybrid cluster file
 against an emulated AWS, cloud instances booted as nspawn nodes from the image the image playbook built.
 The tests run in file order on one rack. Each leaves no instance behind for the next where the next needs
 a cold start (counts of launched instances, capacity errors); the spot tests and the last test take
@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.rack import emulated_aws
-from tests.rack.burst_rack import (
+from gpucluster_rack import emulated_aws
+from gpucluster_rack.burst_rack import (
     BUCKET,
     CHECKPOINT_INTERVAL_S,
     GROUPS,

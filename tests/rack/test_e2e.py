@@ -16,11 +16,12 @@ from gpucluster import names
 from gpucluster.accept.admission import AWAITING_REASON
 from gpucluster.clusterfile import load
 from gpucluster.clusterfile.nodes import node_groups
-from tests.rack import healthy_probes
-from tests.rack.conftest import ROOT, converge
-from tests.rack.handlers import handlers_run, predicted
-from tests.rack.rack import Rack
-from tests.rack.slurm_state import slurm_nodes, wait_for
+from gpucluster_rack import healthy_probes
+from gpucluster_rack.handlers import handlers_run, predicted
+from gpucluster_rack.playbook import converge
+from gpucluster_rack.rack import Rack
+from gpucluster_rack.slurm_state import slurm_nodes, wait_for
+from tests.conftest import ROOT
 
 
 def _squeue_state(rack: Rack, job: str) -> str:

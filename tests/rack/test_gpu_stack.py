@@ -18,11 +18,12 @@ import yaml
 from gpucluster.clusterfile import load
 from gpucluster.clusterfile.hostlist import expand
 from gpucluster.render import render
-from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
-from tests.rack.handlers import handlers_run, predicted
-from tests.rack.rack import Rack, down
-from tests.rack.slurm_hostnames import HAND_BUILT, SUFFIXED, generated, scontrol_hostnames
-from tests.rack.slurm_state import slurm_nodes, wait_for
+from gpucluster_rack.handlers import handlers_run, predicted
+from gpucluster_rack.playbook import Playbook, converge
+from gpucluster_rack.rack import Rack, down
+from gpucluster_rack.slurm_hostnames import HAND_BUILT, SUFFIXED, generated, scontrol_hostnames
+from gpucluster_rack.slurm_state import slurm_nodes, wait_for
+from tests.rack.conftest import require_rack_prerequisites
 
 RACK = "g"
 IPOIB_ADDRESS = "10.78.0.12"

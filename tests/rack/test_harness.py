@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpucluster_rack.network import rack_namespaces
+from gpucluster_rack.rack import STATE_ROOT, Rack, _alive, down
 from tests.rack.conftest import require_rack_prerequisites
-from tests.rack.network import rack_namespaces
-from tests.rack.rack import STATE_ROOT, Rack, _alive, down
 
 
 def _leftovers(name: str, pids: list[int]) -> list[str]:

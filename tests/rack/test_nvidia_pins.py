@@ -1,16 +1,16 @@
 """Pins are promises: the NVIDIA stack installed at exactly the pinned versions and held, on a test rack.
 
 Rack "p" (ctl + n1 + n2) converges `install_mode: full` against a repository that mimics NVIDIA's CUDA
-repositories (tests/rack/nvidia_mimic.py: empty packages with NVIDIA's names and dependency shape, each at
-the pinned and a newer release), built at test time and served inside the rack network. n1 runs the
+repositories (gpucluster_rack/nvidia_mimic.py: empty packages with NVIDIA's names and dependency shape,
+each at the pinned and a newer release), built at test time and served inside the rack network. n1 runs the
 Debian-style names of NVIDIA's debian12 repository, n2 the branch-suffixed names of its ubuntu repositories
 (gpu_nvidia_driver_apt_naming in host_vars), so both hold logics run on Debian nodes. Reboots are deferred
 (gpu_nvidia_driver_reboot: false): nspawn nodes share the host kernel and must not reboot.
 
 n3 is not in the cluster file: the image playbook (ansible/playbooks/image.yml) runs there with the
 variables the image stack passes (gpucluster.ansible_vars.image_vars), against the same mimic and a mimic of
-AWS's EFA installer (tests/rack/efa_mimic.py), and the sealed result is saved as the cloud node image
-(tests/rack/cloud_image.py) that emulated cloud instances boot from.
+AWS's EFA installer (gpucluster_rack/efa_mimic.py), and the sealed result is saved as the cloud node image
+(gpucluster_rack/cloud_image.py) that emulated cloud instances boot from.
 """
 
 from __future__ import annotations
@@ -26,14 +26,15 @@ import yaml
 
 from gpucluster.ansible_vars import image_vars
 from gpucluster.clusterfile import load
-from tests.rack import cloud_image, efa_mimic
-from tests.rack import nvidia_mimic as mimic
-from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
-from tests.rack.handlers import handlers_run
-from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
-from tests.rack.rack import Rack, down
-from tests.rack.sh import run
-from tests.rack.slurm_state import slurm_nodes, wait_for
+from gpucluster_rack import cloud_image, efa_mimic
+from gpucluster_rack import nvidia_mimic as mimic
+from gpucluster_rack.handlers import handlers_run
+from gpucluster_rack.network import BRIDGE_ADDRESS, bridge_ns
+from gpucluster_rack.playbook import Playbook, converge
+from gpucluster_rack.rack import Rack, down
+from gpucluster_rack.sh import run
+from gpucluster_rack.slurm_state import slurm_nodes, wait_for
+from tests.rack.conftest import require_rack_prerequisites
 
 RACK = "p"
 PORT = 8570

@@ -30,13 +30,14 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster_rack.network import BRIDGE_ADDRESS, bridge_ns
+from gpucluster_rack.nvidia_mimic import Deb, build_deb, release_text
+from gpucluster_rack.playbook import Playbook, converge
+from gpucluster_rack.rack import Rack, down
+from gpucluster_rack.sh import progress
+from gpucluster_rack.signing import gpg, signing_home
 from tests.ansible.test_slurm_release import _tarball
-from tests.rack.conftest import Playbook, converge, require_rack_prerequisites
-from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
-from tests.rack.nvidia_mimic import Deb, build_deb, release_text
-from tests.rack.rack import Rack, down
-from tests.rack.sh import progress
-from tests.rack.signing import gpg, signing_home
+from tests.rack.conftest import require_rack_prerequisites
 
 RACK = "s"
 PORT = 8581

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.render.regenerate import GOLDEN, golden_cases, rendered
+from tools.render_golden import GOLDEN, golden_cases, rendered
 
 CASES = golden_cases()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpucluster.spot.agent import Agent, AgentConfig, Metadata, MetadataError
-from tests.rack.imds import InstanceMetadata, LoopbackServer
+from gpucluster_rack.imds import InstanceMetadata, LoopbackServer
 
 NOTICE_TIME = 1_900_000_000.0  # the emulated "now" is 120 s before it
 NOTICE = {"action": "terminate", "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOTICE_TIME))}

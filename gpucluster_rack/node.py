@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.rack.network import node_ns
-from tests.rack.sh import run
+from gpucluster_rack.network import node_ns
+from gpucluster_rack.sh import run
 
 CGROUP_HIERARCHIES = (Path("/sys/fs/cgroup/systemd"), Path("/sys/fs/cgroup/unified"))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.rack.sh import run
+from gpucluster_rack.sh import run
 
 SUBNET_PREFIX = "10.77.0"
 BRIDGE_ADDRESS = f"{SUBNET_PREFIX}.1"

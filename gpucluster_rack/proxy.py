@@ -8,8 +8,8 @@ import time
 import zlib
 from pathlib import Path
 
-from tests.rack.image import CACHE
-from tests.rack.network import BRIDGE_ADDRESS, bridge_ns
+from gpucluster_rack.image import CACHE
+from gpucluster_rack.network import BRIDGE_ADDRESS, bridge_ns
 
 APT_PORT = 3142  # where nodes reach the proxy, inside the rack's own network
 BASE_PORT = 3150  # above apt-cacher-ng's default 3142, so a system instance cannot collide

@@ -20,14 +20,15 @@ from urllib.parse import parse_qs
 
 import boto3
 
-from tests.rack.network import BRIDGE_ADDRESS
-from tests.rack.proxy import bridge_listener, spawn, wait_for_port
+from gpucluster_rack import ROOT
+from gpucluster_rack.network import BRIDGE_ADDRESS
+from gpucluster_rack.proxy import bridge_listener, spawn, wait_for_port
 
 MOTO_PORT = 5000  # inside the rack network
 ENDPOINT = f"http://{BRIDGE_ADDRESS}:{MOTO_PORT}"
 REGION = "us-east-1"
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-MOTO_SERVER = Path(__file__).resolve().parents[2] / ".venv/bin/moto_server"
+MOTO_SERVER = ROOT / ".venv/bin/moto_server"
 # An instant fleet reports capacity it could not launch in its error set, with HTTP 200:
 # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateFleet.html
 FLEET_ERROR = """<?xml version="1.0" encoding="UTF-8"?>
@@ -41,7 +42,7 @@ FLEET_ERROR = """<?xml version="1.0" encoding="UTF-8"?>
 
 
 def host_port(rack: str) -> int:
-    """moto's host loopback port: one per rack name, so racks can run side by side."""
+    """The host loopback port of a rack's moto server: one per rack name, so racks can run side by side."""
     return 5200 + zlib.crc32(rack.encode()) % 300
 
 
@@ -171,6 +172,7 @@ def start(state: Path, rack: str) -> tuple[list[int], FaultInjector]:
 
 def client(rack: str, service: str) -> Any:
     """A boto3 client of the emulated account, from the host."""
-    return boto3.client(
+    # boto3-stubs types a client per literal service name; this one is chosen by the caller at run time.
+    return boto3.client(  # type: ignore[call-overload]
         service, region_name=REGION, endpoint_url=f"http://127.0.0.1:{host_port(rack)}", **CREDENTIALS
     )

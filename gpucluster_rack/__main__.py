@@ -1,4 +1,4 @@
-"""`python -m tests.rack up [N]` / `down`: the Makefile's rack-up and rack-down.
+"""`python -m gpucluster_rack up [N]` / `down`: the Makefile's rack-up and rack-down.
 
 `up` leaves a small keeper process behind as the parent of the nodes' nspawn processes, so they are
 reaped when they end (PID 1 of some machines never reaps orphans); `down` asks the keeper to tear
@@ -12,9 +12,10 @@ import signal
 import sys
 import time
 
-from tests.rack.rack import STATE_ROOT, Rack, _alive, down
+from gpucluster_rack.rack import STATE_ROOT, Rack, _alive, down
 
 KEEPER = STATE_ROOT / "keeper.pid"
+USAGE = "usage: python -m gpucluster_rack up [N] | down  (boot N nodes, default 4, as root; tear down)"
 
 
 def _keep(rack: Rack, ready_fd: int) -> None:
@@ -89,13 +90,16 @@ def down_all() -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Dispatch `up [N]` and `down`."""
+    """Dispatch `up [N]`, `down` and `--help`."""
     if argv[:1] == ["up"]:
         down_all()
         return up(int(argv[1]) if len(argv) > 1 else 4)
     if argv[:1] == ["down"]:
         return down_all()
-    print("usage: python -m tests.rack up [N] | down", file=sys.stderr)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    print(USAGE, file=sys.stderr)
     return 2
 
 

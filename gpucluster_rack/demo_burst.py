@@ -1,6 +1,6 @@
 """`make demo`'s burst part: a rack whose slurmctld bursts a 2-node job to emulated cloud nodes.
 
-The rack converges against an emulated AWS (tests/rack/burst_rack.py), a user's job runs on two cloud
+The rack converges against an emulated AWS (gpucluster_rack/burst_rack.py), a user's job runs on two cloud
 nodes the ResumeProgram launched, and after the idle time the nodes power down and their instances end.
 Then the reference spot job gets a two-minute notice, checkpoints on the signal, is requeued and resumes
 on a new node from that checkpoint.
@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from tests.rack.burst_rack import (
+from gpucluster_rack.burst_rack import (
     CHECKPOINT_INTERVAL_S,
     IDLE_S,
     USER,
@@ -24,8 +24,8 @@ from tests.rack.burst_rack import (
     node_tag,
     put_train_script,
 )
-from tests.rack.sh import progress
-from tests.rack.slurm_state import report_left_drained
+from gpucluster_rack.sh import progress
+from gpucluster_rack.slurm_state import report_left_drained
 
 DEMO_RACK = "demoburst"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.rack.image import ensure_image
-from tests.rack.network import (
+from gpucluster_rack.image import ensure_image
+from gpucluster_rack.network import (
     SUBNET_PREFIX,
     bridge_ns,
     create_bridge,
@@ -28,7 +28,7 @@ from tests.rack.network import (
     node_ns,
     rack_namespaces,
 )
-from tests.rack.node import (
+from gpucluster_rack.node import (
     Node,
     boot,
     cleanup_mounts_and_cgroups,
@@ -37,9 +37,9 @@ from tests.rack.node import (
     personalise,
     remove_cgroup_dirs,
 )
-from tests.rack.proxy import apt_proxy_url, start_proxy
-from tests.rack.rack_cluster import rack_cluster_file
-from tests.rack.sh import progress, run
+from gpucluster_rack.proxy import apt_proxy_url, start_proxy
+from gpucluster_rack.rack_cluster import rack_cluster_file
+from gpucluster_rack.sh import progress, run
 
 STATE_ROOT = Path("/var/lib/gpucluster-rack")
 

@@ -17,14 +17,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.rack import emulated_aws
-from tests.rack.cloud_image import CloudImage
-from tests.rack.imds import MetadataService
-from tests.rack.network import create_node_ns, delete_ns, node_address, node_ns
-from tests.rack.node import Node, boot, cleanup_mounts_and_cgroups, personalise
-from tests.rack.proxy import apt_proxy_url, spawn
-from tests.rack.rack import Rack, terminate
-from tests.rack.sh import progress, run
+from gpucluster_rack import emulated_aws
+from gpucluster_rack.cloud_image import CloudImage
+from gpucluster_rack.imds import MetadataService
+from gpucluster_rack.network import create_node_ns, delete_ns, node_address, node_ns
+from gpucluster_rack.node import Node, boot, cleanup_mounts_and_cgroups, personalise
+from gpucluster_rack.proxy import apt_proxy_url, spawn
+from gpucluster_rack.rack import Rack, terminate
+from gpucluster_rack.sh import progress, run
 
 BOOT_DELAY_S = 2.5  # from the runner first seeing an instance to its nspawn start
 FIRST_SLOT = 89  # node_address(89) = 10.77.0.100: instances get .100 upwards

@@ -2,8 +2,8 @@
 
 The test rack has no GPUs or HCAs, so acceptance would (rightly) fail every hardware check. The demo shows a
 node that passes instead: each compute node's probes answer with the recorded outputs of a healthy 8 x H100
-SXM node (tests/rack/healthy_probes.py), and the demo prints each node's verdict and every check's reason.
-The demo fails (exit 1) if any node is left drained at its end.
+SXM node (gpucluster_rack/healthy_probes.py), and the demo prints each node's verdict and every check's
+reason. The demo fails (exit 1) if any node is left drained at its end.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
-from tests.rack import healthy_probes
-from tests.rack.conftest import ROOT, converge
-from tests.rack.rack import Rack, down
-from tests.rack.sh import progress
-from tests.rack.slurm_state import report_left_drained
+from gpucluster_rack import ROOT, healthy_probes
+from gpucluster_rack.playbook import converge
+from gpucluster_rack.rack import Rack, down
+from gpucluster_rack.sh import progress
+from gpucluster_rack.slurm_state import report_left_drained
 
 COMPUTE = ("n1", "n2")
 # What gpu_nccl's OpenMPI brings on a node with CUDA (the test rack has no CUDA repository): srun --mpi=pmix

@@ -1,4 +1,9 @@
-"""Regenerate the render golden files: `make golden`; review the diff before committing."""
+"""The render golden files, tests/render/golden/<case>/, regenerated from the current templates.
+
+One case per shipped cluster file (clusters/*.yaml) and one per cluster file that exists for a golden
+case only (tests/render/cases/*.yaml). `make golden` (`python -m tools.render_golden`) rewrites them;
+review the diff before committing. tests/render/test_golden.py fails while any file differs.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,10 @@ from pathlib import Path
 from gpucluster.clusterfile import load
 from gpucluster.render.output import render_all
 
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = Path(__file__).resolve().parent / "golden"
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "render" / "golden"
 # Cluster files that exist for a golden case only (e.g. a rack with a retired node's gap).
-CASES = Path(__file__).resolve().parent / "cases"
+CASES = ROOT / "tests" / "render" / "cases"
 
 
 def golden_cases() -> dict[str, Path]:

@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from tests.rack.sh import progress, run
+from gpucluster_rack.sh import progress, run
 
 CACHE = Path("/var/cache/gpucluster-rack")
 PACKAGES = (

@@ -7,7 +7,7 @@ import re
 import shlex
 
 from gpucluster.clusterfile.hostlist import compress
-from tests.rack.rack import Rack
+from gpucluster_rack.rack import Rack
 
 MARK = "@@hostlist "
 # Each grammar feature, the three-group order Slurm alone defines, and what both sides must refuse.
@@ -21,8 +21,10 @@ SUFFIXED = ("gpu[1-2]-ib", "r[1-2]n[1,3]-ib")
 
 
 def generated(count: int = 60, seed: int = 31) -> list[str]:
-    """Hostlists of random name sets (prefixes, zero padding, gaps) as compress() writes them, and
-    random patterns of up to three bracket groups; the same list for the same seed."""
+    """Random hostlists: name sets (prefixes, zero padding, gaps) as compress() writes them, and patterns.
+
+    The patterns have up to three bracket groups; the same seed gives the same list.
+    """
     rng = random.Random(seed)
     out = []
     for _ in range(count):

@@ -10,15 +10,16 @@ of the real tools on root's and sudo's PATH, and removed after the run.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import yaml
 
-from tests.rack.conftest import ROOT, Playbook, converge
-from tests.rack.node import Node
-from tests.rack.rack import Rack
+from gpucluster_rack import ROOT
+from gpucluster_rack.node import Node
+from gpucluster_rack.playbook import Playbook, converge
+from gpucluster_rack.rack import Rack
 
-SAMPLES = Path(__file__).resolve().parents[1] / "accept" / "samples" / "healthy"
+# The recorded outputs are test data: they stay with the parser tests that read them too.
+SAMPLES = ROOT / "tests" / "accept" / "samples" / "healthy"
 SHARE = "usr/local/share/gpucluster-healthy-probes"
 NCCL_TEST = "opt/nccl-tests/build/all_reduce_perf"
 
@@ -64,8 +65,10 @@ def install(node: Node) -> None:
 
 
 def accept(rack: Rack, healthy: list[int], *extra: str) -> tuple[Playbook, dict[str, dict[str, object]]]:
-    """Run accept.yml with the healthy samples on the nodes of the given indexes; the run and the
-    summary's node entries by host."""
+    """Run accept.yml with the healthy samples on the nodes of the given indexes.
+
+    Returns the run and the summary's node entries by host.
+    """
     nodes = [rack.node(i) for i in healthy]
     for node in nodes:
         install(node)

@@ -10,8 +10,7 @@ from gpucluster.review.classify_nodes import classify_snapshots
 from gpucluster.review.findings import Finding
 from gpucluster.review.nodes import diff_files
 from gpucluster.review.snapshot import take
-
-ROOT = Path(__file__).resolve().parents[2]
+from gpucluster_rack import ROOT
 
 _BLOCK = re.compile(r"^(RUNNING HANDLER|TASK|PLAY) \[(.*?)\]", re.M)
 _RESULT = re.compile(r"^(changed|ok): \[([^\]\s]+)(?: -> [^\]]+)?\]", re.M)

@@ -15,12 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.rack.image import ensure_image
-from tests.rack.node import Node
-from tests.rack.rack import Rack
-from tests.rack.sh import run
-
-ROOT = Path(__file__).resolve().parents[2]
+from gpucluster_rack import ROOT
+from gpucluster_rack.image import ensure_image
+from gpucluster_rack.node import Node
+from gpucluster_rack.rack import Rack
+from gpucluster_rack.sh import run
 
 IMAGE_ROOT = Path("/var/lib/gpucluster-rack-images/cloud-node")
 

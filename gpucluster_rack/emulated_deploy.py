@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 import aws_cdk as cdk
 
 from gpucluster.clusterfile import Cluster
+from gpucluster_rack import ROOT
 from stacks.cluster_app import build
 
-ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
 DROPPED = object()  # a value with no emulated counterpart: its key is left out
 
@@ -51,8 +51,11 @@ class Deployer:
         more: Callable[[str], Any] | None = None,
         bucket: str = "",
     ) -> None:
-        """more(service) gives further clients (iam, sqs, s3) when the template has their resources;
-        bucket names the checkpoint bucket (the Checkpoints stack's, which the Capacity stack imports)."""
+        """An emulated account with one VPC and subnet, ready to deploy templates into.
+
+        more(service) gives further clients (iam, sqs, s3) when the template has their resources;
+        bucket names the checkpoint bucket (the Checkpoints stack's, which the Capacity stack imports).
+        """
         self.ec2, self.ssm, self.more = ec2, ssm, more
         self.vpc = ec2.create_vpc(CidrBlock=vpc_cidr)["Vpc"]["VpcId"]
         subnet = ec2.create_subnet(VpcId=self.vpc, CidrBlock=subnet_cidr, AvailabilityZone=zone)

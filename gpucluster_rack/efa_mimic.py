@@ -14,8 +14,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from tests.rack.nvidia_mimic import Deb, build_deb
-from tests.rack.signing import fingerprint, gpg, signing_home
+from gpucluster_rack.nvidia_mimic import Deb, build_deb
+from gpucluster_rack.signing import fingerprint, gpg, signing_home
 
 INSTALLER = "1.51.0"
 AWS_OFI_NCCL = "1.22.0"
@@ -64,8 +64,10 @@ echo "EFA installation complete."
 
 
 def build(root: Path) -> str:
-    """Write aws-efa-installer-<INSTALLER>.tar.gz, its .sig and aws-efa-installer.key under root; return
-    the signing key's fingerprint."""
+    """Write aws-efa-installer-<INSTALLER>.tar.gz, its .sig and aws-efa-installer.key under root.
+
+    Returns the signing key's fingerprint.
+    """
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work_dir:
         work = Path(work_dir)

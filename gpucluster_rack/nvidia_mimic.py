@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.rack.signing import gpg, signing_home
+from gpucluster_rack.signing import gpg, signing_home
 
 BRANCH = "570"
 PINNED = "570.172.08"

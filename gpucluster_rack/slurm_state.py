@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from tests.rack.rack import Rack
+from gpucluster_rack.rack import Rack
 
 
 def slurm_nodes(rack: Rack, *nodes: str) -> dict[str, tuple[str, str]]:
@@ -23,8 +23,10 @@ def slurm_nodes(rack: Rack, *nodes: str) -> dict[str, tuple[str, str]]:
 def wait_for(
     what: str, check: Callable[[], bool], timeout_s: float = 60, seen: Callable[[], object] | None = None
 ) -> None:
-    """Poll check every second until it holds; fail naming what did not happen in time (and what `seen`
-    returns then: the state last read)."""
+    """Poll check every second until it holds; fail naming what did not happen in time.
+
+    The failure also names what `seen` returns then: the state last read.
+    """
     deadline = time.monotonic() + timeout_s
     while not check():
         assert time.monotonic() < deadline, f"timed out: {what}" + (f" (last seen: {seen()})" if seen else "")

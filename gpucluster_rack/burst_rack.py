@@ -4,9 +4,9 @@ Used by tests/rack/test_burst.py and `make demo`. ctl (controller) and n1 (a rac
 cluster file with two cloud groups (p5-spot and p5-od, two nodes each); n2, not in the cluster file,
 builds the cloud node image with the image playbook (Slurm, munge, slurmd and the boot prerequisites:
 the GPU roles have their own rack test, test_nvidia_pins.py). The emulated account (moto,
-tests/rack/emulated_aws.py) holds the Capacity stack as synthesized (tests/rack/emulated_deploy.py); the
-instance runner boots every instance as an nspawn node with its user data and a metadata service of its
-own (tests/rack/instances.py, tests/rack/imds.py).
+gpucluster_rack/emulated_aws.py) holds the Capacity stack as synthesized
+(gpucluster_rack/emulated_deploy.py); the instance runner boots every instance as an nspawn node with
+its user data and a metadata service of its own (gpucluster_rack/instances.py, gpucluster_rack/imds.py).
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import yaml
 
 from gpucluster.ansible_vars import image_vars
 from gpucluster.clusterfile import load
-from tests.rack import cloud_image, emulated_aws
-from tests.rack.conftest import ROOT, Playbook, converge
-from tests.rack.emulated_deploy import Deployer, synth_capacity
-from tests.rack.imds import MetadataService
-from tests.rack.instances import InstanceRunner
-from tests.rack.rack import Rack, down
-from tests.rack.rack_cluster import rack_cluster_file
-from tests.rack.sh import progress, run
+from gpucluster_rack import ROOT, cloud_image, emulated_aws
+from gpucluster_rack.emulated_deploy import Deployer, synth_capacity
+from gpucluster_rack.imds import MetadataService
+from gpucluster_rack.instances import InstanceRunner
+from gpucluster_rack.playbook import Playbook, converge
+from gpucluster_rack.rack import Rack, down
+from gpucluster_rack.rack_cluster import rack_cluster_file
+from gpucluster_rack.sh import progress, run
 
 RACK = "c"
 IMAGE_NODE = "n2"
@@ -114,7 +114,7 @@ def _cluster_file(rack: Rack) -> dict[str, Any]:
 
 
 def _wheelhouse(target: Path) -> Path:
-    """gpucluster and its dependencies at the pinned versions, for the controller's offline install."""
+    """The gpucluster wheel and its pinned dependencies, for the controller's offline install."""
     pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line]
     wanted = [p for p in pins if p.split("==")[0].lower() in {"pydantic", "pyyaml", "jinja2", "boto3"}]
     run([str(ROOT / ".venv/bin/pip"), "wheel", "-q", "--no-deps", "-w", str(target), str(ROOT)], timeout=300)
