@@ -68,6 +68,11 @@ lint: install  ## ruff and mypy --strict (ansible-lint runs in tests/ansible)
 # resume timers), so the pins rack and the offline suite run beside it and the other racks. Racks have their own names,
 # networks, apt proxies and ssh control sockets, and the node image is built once under a lock. The
 # second process's report is printed after the first's; either failing fails the target.
+# The ansible-core matrix: everything runs on the venv's ansible-core (the oldest the collection claims) except
+# tests/rack/test_ansible_newest.py, which runs the collection's tests and a 2-node rack converge on the newest,
+# from a Debian 13 controller root it builds once (requirements-ansible-newest.txt): about 3 minutes, and half a
+# minute more the first time. It runs in the second process, which by the modules' recorded times ends first (the
+# burst and e2e racks about 18 minutes each in the first; the pins rack about 18 in the second).
 BESIDE_BURST := tests/rack/test_burst.py tests/rack/test_e2e.py tests/rack/test_gpu_stack.py tests/rack/test_harness.py
 unit: install rack-deps  ## the Python test suite, including the end-to-end rack tests
 	@mkdir -p build

@@ -35,17 +35,23 @@ ExThreshold: 30
 
 def start_proxy(state: Path, rack: str) -> list[int]:
     """Start apt-cacher-ng and the two socat hops; return their PIDs."""
+    pid, port = start_cache(state, rack)
+    return [pid, *bridge_hop(state, rack, "apt", port, APT_PORT)]
+
+
+def start_cache(state: Path, name: str) -> tuple[int, int]:
+    """Start apt-cacher-ng on host loopback with the cache of `name`; return its PID and port."""
     conf = state / "acng"
     conf.mkdir(parents=True, exist_ok=True)
     # One cache per rack name: two apt-cacher-ng instances must not share a cache directory.
-    cache, logs = CACHE / f"apt-cacher-ng-{rack}", state / "acng-log"
+    cache, logs = CACHE / f"apt-cacher-ng-{name}", state / "acng-log"
     cache.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
-    port = proxy_port(rack)
+    port = proxy_port(name)
     (conf / "acng.conf").write_text(CONFIG.format(cache=cache, logs=logs, port=port, state=state))
-    pids = [spawn(["/usr/sbin/apt-cacher-ng", "-c", str(conf)], state / "acng.out")]
+    pid = spawn(["/usr/sbin/apt-cacher-ng", "-c", str(conf)], state / "acng.out")
     wait_for_port("127.0.0.1", port)
-    return [*pids, *bridge_hop(state, rack, "apt", port, APT_PORT)]
+    return pid, port
 
 
 def bridge_hop(state: Path, rack: str, name: str, host_port: int, bridge_port: int) -> list[int]:
