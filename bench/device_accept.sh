@@ -3,12 +3,12 @@
 #
 #   bash bench/device_accept.sh            # on the device tool's machine, from the repository root
 #
-# Runs the probes of ansible/playbooks/accept.yml (plus the GPUs' own lspci entries and versions),
-# each under its own timeout so the whole script stays under 6 minutes, keeps every raw output and
-# exit status under $OUT/raw/, writes $OUT/observations.json in the acceptance playbook's contract
-# and prints what gpucluster.accept's parsers read from each output (bench/device_accept_report.py,
-# standard library only: the device has no project venv). Commit the raw outputs as parser samples
-# with their provenance (tests/accept/samples/PROVENANCE.md).
+# Runs the probes of ansible/playbooks/accept.yml (listed in ansible/roles/node_acceptance/vars/main.yml;
+# plus the GPUs' own lspci entries and versions), each under its own timeout so the whole script stays
+# under 6 minutes, keeps every raw output and exit status under $OUT/raw/, writes $OUT/observations.json
+# in the acceptance playbook's contract and prints what gpucluster.accept's parsers read from each output
+# (bench/device_accept_report.py, standard library only: the device has no project venv). Commit the raw
+# outputs as parser samples with their provenance (tests/accept/samples/PROVENANCE.md).
 #
 # Environment: OUT (default build/device-accept), DCGM_LEVEL (default 2), NCCL_TESTS (directory
 # holding a built all_reduce_perf; the probe is recorded as not installed without one).

@@ -21,7 +21,8 @@ from gpucluster.accept.lspci import parse_lspci
 from gpucluster.accept.nccl_tests import parse_nccl_tests
 from gpucluster.accept.nvidia_smi import parse_nvidia_smi_xml, parse_nvlink_status
 
-# The probes accept.yml runs, in its observations contract; the others are kept as raw files only.
+# The probes accept.yml runs (ansible/roles/node_acceptance/vars/main.yml), in its observations contract;
+# the others are kept as raw files only.
 CONTRACT = (
     "nvidia_smi_xml",
     "nvidia_smi_nvlink",

@@ -123,8 +123,8 @@ def node_vars(cluster: Cluster, group: NodeGroup, node: Node) -> dict[str, Any]:
     return {
         "ansible_host": str(node.address),
         "slurm_node_gpu_devices": list(group.gpu_devices),
-        # ansible/playbooks/accept.yml probes with these and has no defaults of its own, so a node is
-        # probed at the level it is judged at (gpucluster.accept reads the same profile).
+        # ansible/playbooks/accept.yml (role node_acceptance) probes with these and has no defaults of its
+        # own, so a node is probed at the level it is judged at (gpucluster.accept reads the same profile).
         "gpucluster_accept_dcgm_level": acceptance.dcgm_level,
         "gpucluster_accept_nccl_test_size": acceptance.nccl_test_size,
         "gpucluster_accept_gpu_count": group.gpu_count,

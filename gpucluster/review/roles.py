@@ -1,10 +1,11 @@
 """Changes under ansible/: which roles and files changed, the hosts that run them, what they may restart.
 
-The plays of the collection's site playbook say which inventory groups run a role; the cluster file's
-inventory (gpucluster.ansible_vars) says which hosts those groups hold. What a role may do to running
-hosts comes from its own handlers (restart slurmctld or slurmd, reconfigure Slurm, reboot into a new
-driver), and the node-file table names the node files the role writes. A role's tasks can fire any of
-its handlers, so the review reports the most a change to that role may need, not less.
+The plays of the collection's site playbook (and of accept.yml, for the role it imports) say which
+inventory groups run a role; the cluster file's inventory (gpucluster.ansible_vars) says which hosts those
+groups hold. What a role may do to running hosts comes from its own handlers (restart slurmctld or
+slurmd, reconfigure Slurm, reboot into a new driver), and the node-file table names the node files the
+role writes. A role's tasks can fire any of its handlers, so the review reports the most a change to that
+role may need, not less.
 """
 
 from __future__ import annotations
@@ -63,13 +64,38 @@ def _role_name(entry: Any) -> str:
     return str(name).removeprefix(COLLECTION)
 
 
+def _imported_roles(play: dict[str, Any]) -> list[str]:
+    """Roles a play imports or includes from its tasks (accept.yml's node_acceptance entry points)."""
+    tasks = [t for part in ("pre_tasks", "tasks", "post_tasks") for t in play.get(part) or []]
+    return [
+        _role_name(task[key])
+        for task in tasks
+        if isinstance(task, dict)
+        for key in ("ansible.builtin.import_role", "ansible.builtin.include_role")
+        if isinstance(task.get(key), dict)
+    ]
+
+
 def site_plays(tree: Path, playbook: str = SITE) -> list[tuple[str, list[str]]]:
     """(host pattern, roles) of each play in a playbook (the site playbook by default)."""
     plays = _load_yaml(tree / playbook) or []
     return [
-        (str(p["hosts"]), [_role_name(r) for r in p.get("roles", [])])
+        (str(p["hosts"]), [_role_name(r) for r in p.get("roles", [])] + _imported_roles(p))
         for p in plays
         if isinstance(p, dict) and "hosts" in p
+    ]
+
+
+def cluster_plays(tree: Path) -> list[tuple[str, list[str]]]:
+    """The plays that run on the cluster's inventory: site.yml's, then the other playbooks' but image.yml's.
+
+    accept.yml's plays import the node_acceptance role; image.yml runs on an image build host.
+    """
+    books = sorted(path.relative_to(tree).as_posix() for path in (tree / ANSIBLE / "playbooks").glob("*.yml"))
+    return [
+        play
+        for book in [SITE, *(b for b in books if b not in (SITE, IMAGE))]
+        for play in site_plays(tree, book)
     ]
 
 
@@ -127,13 +153,15 @@ def role_changes(tree: Path, changed: list[str], groups: dict[str, list[str]]) -
         if path.startswith(ANSIBLE + "/"):
             by_unit.setdefault(unit_of(path), []).append(path)
     plays, in_image = site_plays(tree), image_roles(tree)
+    role_plays = cluster_plays(tree)
     result = []
     for unit, files in sorted(by_unit.items()):
         role = unit.removeprefix("role ") if unit.startswith("role ") else ""
         if role:
-            patterns = [hosts for hosts, roles in plays if role in roles]
+            patterns = list(dict.fromkeys(hosts for hosts, roles in role_plays if role in roles))
         elif unit.startswith("playbook ") and files[0] not in ("ansible/site.yml", SITE):
-            patterns = [hosts for hosts, _ in site_plays(tree, files[0])]  # accept.yml, image.yml …
+            # accept.yml, image.yml …
+            patterns = list(dict.fromkeys(hosts for hosts, _ in site_plays(tree, files[0])))
         else:
             patterns = [hosts for hosts, _ in plays]
         hosts: list[str] = []

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from gpucluster.accept.declared import declared_for
 from gpucluster.accept.fabric import FABRIC_OBSERVATIONS
@@ -21,6 +20,7 @@ from gpucluster.clusterfile.catalog.hardware import FABRICS, GPU_MODELS
 from gpucluster.clusterfile.catalog.thresholds import MULTI_NODE_BUSBW_PER_PORT, SINGLE_NODE_BUSBW
 from tests.accept.example_at_sample_driver import EXAMPLE
 from tests.accept.test_checks import node_commands
+from tests.ansible import role_tasks
 from tests.conftest import ROOT
 
 TESTRACK_OBS = ROOT / "tests" / "accept" / "samples" / "testrack" / "observations.json"
@@ -205,13 +205,10 @@ def test_python_m_gpucluster_accept_is_an_alias(tmp_path: Path) -> None:
 
 
 def _playbook_argvs() -> dict[str, list[str]]:
-    """The gpucluster command lines of ansible/playbooks/accept.yml, keyed by sub-verb."""
-    plays = yaml.safe_load((ROOT / "ansible" / "playbooks" / "accept.yml").read_text())
+    """The gpucluster command lines ansible/playbooks/accept.yml runs (in its role), keyed by sub-verb."""
     argvs = {}
-    tasks = [t for play in plays for t in play.get("tasks", [])]
-    tasks += [t for block in tasks for part in ("block", "rescue", "always") for t in block.get(part, [])]
-    for task in tasks:
-        argv = (task.get("ansible.builtin.command") or {}).get("argv", [])
+    for task in [t for tasks in role_tasks.plays().values() for t in role_tasks.flattened(tasks)]:
+        argv = role_tasks.argv(task)
         if argv[:2] == ["{{ ansible_playbook_python }}", "-m"] and "gpucluster" in argv[2]:
             verb = argv[4] if argv[2:4] == ["gpucluster", "accept"] else argv[3]
             argvs[verb + (" --fabric" if "--fabric" in argv else "")] = argv
@@ -224,29 +221,30 @@ def test_the_acceptance_playbook_runs_the_one_cli(tmp_path: Path, capsys: pytest
     for argv in argvs.values():
         assert argv[2:4] == ["gpucluster", "accept"], argv
     # The playbook's arguments, with its variables filled in, are what the CLI accepts.
+    state, item_state = "__node_acceptance_state.stdout", "__node_acceptance_item_state"
     values = {
         "{{ gpucluster_cluster_file }}": str(EXAMPLE),
         "{{ inventory_hostname }}": "gpu-a01",
-        "{{ accept_report_dir }}": str(tmp_path),
-        "{{ __accept_state.stdout.split('|', 1) | first | trim | default('unknown', true) }}": "drained",
-        "{{ __accept_state.stdout.split('|', 1)[1:] | join | trim }}": "gpucluster accept: awaiting",
-        "runs job(s) {{ accept_busy_jobs | join(',') }}; not probed": "runs job(s) 7; not probed",
-        "{{ __accept_candidates | join(',') }}": "gpu-a01,gpu-a02",
-        "{{ accept_fabric_reservation }}": "gpucluster-accept",
-        "{{ accept_fabric_all_reduce_perf }}": "/opt/nccl-tests/build/all_reduce_perf",
+        "{{ node_acceptance_report_dir }}": str(tmp_path),
+        f"{{{{ {state}.split('|', 1) | first | trim | default('unknown', true) }}}}": "drained",
+        f"{{{{ {state}.split('|', 1)[1:] | join | trim }}}}": "gpucluster accept: awaiting",
+        "runs job(s) {{ node_acceptance_busy_jobs | join(',') }}; not probed": "runs job(s) 7; not probed",
+        "{{ __node_acceptance_candidates | join(',') }}": "gpu-a01,gpu-a02",
+        "{{ node_acceptance_fabric_reservation }}": "gpucluster-accept",
+        "{{ node_acceptance_fabric_all_reduce_perf }}": "/opt/nccl-tests/build/all_reduce_perf",
         "{{ item }}": "gpu-a01",
-        "{{ accept_fabric_file }}": str(tmp_path / FABRIC_OBSERVATIONS),
-        "{{ __accept_item_state.split('|', 1) | first | trim | default('unknown', true) }}": "idle",
-        "{{ __accept_item_state.split('|', 1)[1:] | join | trim }}": "",
+        "{{ node_acceptance_fabric_file }}": str(tmp_path / FABRIC_OBSERVATIONS),
+        f"{{{{ {item_state}.split('|', 1) | first | trim | default('unknown', true) }}}}": "idle",
+        f"{{{{ {item_state}.split('|', 1)[1:] | join | trim }}}}": "",
     }
     (tmp_path / FABRIC_OBSERVATIONS).write_text(json.dumps({"hosts": ["gpu-a01"], "runs": []}))
     shutil.copy(TESTRACK_OBS, tmp_path / "gpu-a01.observations.json")
     for verb in ("fabric-plan", "evaluate", "evaluate --fabric", "skip", "summarize"):
         args = [values.get(a, a) for a in argvs[verb][4:]]
         args = [
-            a.replace("{{ accept_report_dir }}/{{ inventory_hostname }}", f"{tmp_path}/gpu-a01").replace(
-                "{{ accept_report_dir }}/{{ item }}", f"{tmp_path}/gpu-a01"
-            )
+            a.replace(
+                "{{ node_acceptance_report_dir }}/{{ inventory_hostname }}", f"{tmp_path}/gpu-a01"
+            ).replace("{{ node_acceptance_report_dir }}/{{ item }}", f"{tmp_path}/gpu-a01")
             for a in args
         ]
         assert not [a for a in args if "{{" in a], args

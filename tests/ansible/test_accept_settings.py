@@ -1,9 +1,9 @@
 """accept.yml probes each node with its profile's acceptance settings, through the real inventory.
 
-The playbook runs for real (`--tags probe`: probe and save the observations, no verdict, no Slurm)
-against one node over a local connection. Every probe command is shadowed by a stub on PATH that
-records its argv and exits 127, so nothing on this machine is probed or changed; the NCCL probe's
-absolute path does not exist here and exits 127 by itself.
+The playbook, and through it the node_acceptance role's probe tasks, runs for real (`--tags probe`:
+probe and save the observations, no verdict, no Slurm) against one node over a local connection. Every
+probe command is shadowed by a stub on PATH that records its argv and exits 127, so nothing on this
+machine is probed or changed; the NCCL probe's absolute path does not exist here and exits 127 by itself.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _probe(inventory: Path, host: str, tmp_path: Path) -> tuple[subprocess.Compl
             "-e",
             f"ansible_python_interpreter={sys.executable}",
             "-e",
-            f"accept_report_dir={out}",
+            f"node_acceptance_report_dir={out}",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -109,5 +109,6 @@ def test_a_node_without_acceptance_settings_is_an_error(tmp_path: Path) -> None:
     result, out = _probe(inventory, "gpu-x01", tmp_path)
     assert result.returncode != 0
     assert "gpucluster_accept_dcgm_level" in result.stdout + result.stderr
+    assert "run with the cluster file as the inventory" in result.stdout + result.stderr  # the role's hint
     assert not (tmp_path / "ran.log").exists(), "a probe ran without its settings"
     assert not (out / "gpu-x01.observations.json").exists()

@@ -219,14 +219,19 @@ def test_installed_playbook_syntax(installed: Installed, playbook: str) -> None:
     assert f"playbook: {installed.copy / 'playbooks' / playbook}.yml" in result.stdout
 
 
-def test_installed_site_and_image_playbooks_run_every_role_of_the_collection(installed: Installed) -> None:
-    listed = ""
-    for playbook in ("site", "image"):
+def test_installed_playbooks_run_every_role_of_the_collection(installed: Installed) -> None:
+    listed = {}
+    for playbook in ("site", "image", "accept"):
         result = _installed_playbook(installed, playbook, "--list-tasks")
         assert result.returncode == 0, result.stdout + result.stderr
-        listed += result.stdout
-    missing = [role.name for role in ROLES if f"gpucluster.cluster.{role.name} : " not in listed]
-    assert not missing, f"roles without tasks in the installed site and image playbooks: {missing}"
+        listed[playbook] = result.stdout
+    missing = [
+        role.name for role in ROLES if f"gpucluster.cluster.{role.name} : " not in "".join(listed.values())
+    ]
+    assert not missing, f"roles without tasks in the installed site, image and accept playbooks: {missing}"
+    # accept.yml's four plays run the role's four entry points, from the installed copy.
+    for entry in ("main", "fabric", "admit", "summarize"):
+        assert f"node_acceptance : Validating arguments against arg spec '{entry}'" in listed["accept"]
 
 
 def test_installed_inventory_plugin_reads_the_cluster_file(installed: Installed) -> None:

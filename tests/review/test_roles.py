@@ -64,6 +64,15 @@ def test_a_playbook_runs_on_its_own_plays_hosts(groups: dict[str, list[str]]) ->
     assert any("cloud node image" in line for line in found["playbook image.yml"].detail)
 
 
+def test_a_role_a_playbook_imports_runs_on_that_playbook_s_hosts(groups: dict[str, list[str]]) -> None:
+    """accept.yml's plays import node_acceptance's entry points: a change to the role runs where they do."""
+    found = _review(ROOT, groups, "ansible/roles/node_acceptance/tasks/fabric.yml")
+    acceptance = found["role node_acceptance"]
+    assert sorted(acceptance.hosts) == sorted(groups["slurm_compute"])
+    assert "runs on" in acceptance.title and "(slurm_compute)" in acceptance.title, acceptance.title
+    assert acceptance.kind == "in-place" and not any("cloud node image" in line for line in acceptance.detail)
+
+
 def test_the_impact_follows_the_role_s_handlers(tmp_path: Path, groups: dict[str, list[str]]) -> None:
     tree = tmp_path / "head"
     shutil.copytree(ROOT / "ansible", tree / "ansible")
