@@ -10,6 +10,7 @@ import yaml
 
 from gpucluster.ansible_vars import inventory
 from gpucluster.clusterfile import Cluster, load_text
+from tests.ansible.role_vars import role_expression
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "clusters" / "example.yaml"
@@ -341,17 +342,18 @@ def test_a_role_used_alone_defaults_to_the_model_s_pins() -> None:
 def test_dcgm_pins_each_engine_package_of_its_major_and_the_exporter(
     dcgm: str, cuda: str, engine: list[str]
 ) -> None:
-    role = ROOT / "ansible" / "roles" / "gpu_dcgm"
     pins = {"gpu_dcgm_version": dcgm, "gpu_dcgm_cuda_version": cuda}
     exporter = "datacenter-gpu-manager-exporter"
-    assert _role_expression(role, "__gpu_dcgm_apt_names", **pins) == [*engine, exporter]
-    globs = _role_expression(role, "__gpu_dcgm_apt_globs", **pins)
+    assert role_expression("gpu_dcgm", "__gpu_dcgm_names.apt_names", **pins) == [*engine, exporter]
+    globs = role_expression("gpu_dcgm", "__gpu_dcgm_names.apt_globs", **pins)
     assert globs == [f"1:{dcgm}*"] * len(engine) + [f"{dcgm}-*"]
-    text = _role_expression(role, "__gpu_dcgm_preferences_text", **pins)
+    text = role_expression("gpu_dcgm", "__gpu_dcgm_bodies.preferences", **pins)
     # apt_preferences(5): stanzas separated by one blank line, each Package / Pin / Pin-Priority.
     stanzas = [dict(line.split(": ", 1) for line in block.splitlines()) for block in text.split("\n\n")]
     stanzas[0] = {key: value for key, value in stanzas[0].items() if not key.startswith("#")}
     assert [stanza["Package"] for stanza in stanzas] == [*engine, exporter]
     assert {stanza["Pin-Priority"] for stanza in stanzas} == {"1001"}
-    userspace = _role_expression(role, "__gpu_dcgm_apt_names", gpu_dcgm_install_mode="userspace", **pins)
+    userspace = role_expression(
+        "gpu_dcgm", "__gpu_dcgm_names.apt_names", gpu_dcgm_install_mode="userspace", **pins
+    )
     assert userspace == engine
