@@ -1,0 +1,110 @@
+"""slurm_controller's plan: its install and configure steps, from the pin, accounting, power and the state.
+
+Rendered through the role's own vars (inputs, node files, gpucluster.cluster.slurm_controller_plan) by
+Ansible's templar, so these test the role's wiring and the filter together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.ansible.role_vars import ROCKY, file_entry, node_state, role_expression
+
+ROLE = "slurm_controller"
+PIN = "24.11.5"
+GRES = "/etc/slurm/gres.conf"
+STATE_DIR = "/var/spool/slurmctld"
+CONTROLLER = {
+    "inventory_hostname": "ctl",
+    "gpucluster_cluster_name": "onprem",
+    "gpucluster_cluster_file": "clusters/onprem-only.yaml",
+    "slurm_common_slurm_version": PIN,
+    "slurm_common_slurm_packages": {"slurmctld": "slurmctld", "slurmdbd": "slurmdbd"},
+    "slurm_common_package_version": f"{PIN}-1",
+}
+
+
+def _expression(expression: str, **overrides: Any) -> Any:
+    return role_expression(ROLE, expression, **{**CONTROLLER, **overrides})
+
+
+FILES: list[dict[str, Any]] = _expression("__slurm_controller_files")
+GRES_TEXT: str = next(record["content"] for record in FILES if record["dest"] == GRES)
+
+
+def _controller(**change: Any) -> dict[str, Any]:
+    """A converged controller (daemons at the pin and held, state directory, gres.conf), `change` applied."""
+    state_dir = {**file_entry(kind="directory", mode="0700"), "owner": "slurm", "group": "slurm"}
+    files: dict[str, Any] = {STATE_DIR: state_dir, GRES: file_entry(GRES_TEXT), **change.get("files", {})}
+    state = node_state(
+        files={path: entry for path, entry in files.items() if entry},
+        missing=[path for path, entry in files.items() if not entry],
+        installed=change.get("installed", dict.fromkeys(["slurmctld", "slurmdbd"], f"{PIN}-1")),
+        held=change.get("held", ["slurmctld", "slurmdbd"]),
+    )
+    state["texts"] = {GRES: change.get("gres", GRES_TEXT)}
+    return state
+
+
+def _plan(state: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    plan: dict[str, Any] = _expression("__slurm_controller_plan", __slurm_controller_state=state, **overrides)
+    return plan
+
+
+def test_a_converged_controller_has_nothing_to_install_or_write() -> None:
+    plan = _plan(_controller())
+    assert (plan["pending"], plan["todo"]) == ([], False)
+
+
+@pytest.mark.parametrize(
+    ("change", "pending"),
+    [
+        ({"files": {STATE_DIR: file_entry(kind="directory", mode="0700")}}, ["state directory"]),
+        ({"held": ["slurmctld"]}, ["daemons"]),
+        ({"installed": {"slurmctld": f"{PIN}-1", "slurmdbd": "22.05.8-4"}}, ["daemons"]),
+        ({"installed": {"slurmctld": f"{PIN}-1"}}, ["daemons"]),
+    ],
+    ids=str,
+)
+def test_each_difference_pends_its_own_step(change: dict[str, Any], pending: list[str]) -> None:
+    assert _plan(_controller(**change))["pending"] == pending
+
+
+def test_without_accounting_slurmdbd_is_neither_read_nor_installed() -> None:
+    state = _controller(installed={"slurmctld": f"{PIN}-1"}, held=["slurmctld"])
+    assert _plan(state, slurm_controller_accounting_enabled=False)["pending"] == []
+    names = _expression("__slurm_controller_names", slurm_controller_accounting_enabled=False)
+    assert names["daemons"] == names["read"]["package_names"] == ["slurmctld"]
+
+
+def test_dnf_installs_on_every_converge() -> None:
+    assert _plan(_controller(held=[]), facts=ROCKY)["pending"] == ["daemons"]
+
+
+def test_the_power_programs_directory_only_with_cloud_capacity() -> None:
+    assert _plan(_controller(), slurm_controller_power_enabled=True)["pending"] == ["config directory"]
+    directory = {**file_entry(kind="directory", mode="0750"), "group": "slurm"}
+    state = _controller(files={"/etc/gpucluster": directory})
+    assert _plan(state, slurm_controller_power_enabled=True)["pending"] == []
+
+
+def test_a_gpu_nodes_gres_lines_change_the_controllers_copy_without_a_restart() -> None:
+    """No slurmd on the controller: its gres.conf (served to configless nodes) is written, no restart."""
+    old = GRES_TEXT.replace("File=/dev/nvidia[0-7]", "File=/dev/nvidia[0-3]", 1)
+    plan = _plan(_controller(files={GRES: file_entry(old)}, gres=old))
+    assert plan["pending"] == ["node files"]
+    assert [(change["dest"], change["actions"]) for change in plan["node files"]] == [(GRES, [])]
+    assert _expression("__slurm_controller_names.handlers") == {
+        "reconfigure": "Reconfigure Slurm",
+        "slurmctld-restart": "Restart slurmctld",
+        "slurmd-drain-restart": "Reconfigure Slurm",
+    }
+
+
+def test_the_power_programs_keep_their_paths() -> None:
+    assert (_expression("__slurm_controller_power_venv"), _expression("__slurm_controller_power_wheels")) == (
+        "/opt/gpucluster",
+        "/var/cache/gpucluster/wheels",
+    )
