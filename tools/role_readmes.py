@@ -1,5 +1,9 @@
 """Role READMEs generated from each role's meta/argument_specs.yml, so the docs cannot drift from the spec.
 
+A README is short: the role's summary, the spec's short description (what it does; what is tested), the
+platforms of meta/main.yml, the entry points (those with a spec, and the `tasks_from` the collection's
+playbooks use, described by their task file's opening comment), a table of the variables (the first sentence
+of each description) and a link to docs/roles/<role>.md, the hand-written page that holds the role's design.
 `make role-docs` (`python -m tools.role_readmes`) rewrites every ansible/roles/*/README.md and the
 role list in ansible/README.md; `--check` only names the stale files. tests/ansible/test_collection.py fails
 while any file differs from what this module produces. Descriptions use Ansible's doc markup (C(), O(), B(),
@@ -9,6 +13,7 @@ while any file differs from what this module produces. Descriptions use Ansible'
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -30,6 +35,10 @@ ROLE_LIST_END = "<!-- end of roles -->"
 # C(code) V(value) O(option) E(env var) M(module) P(plugin) RV(return value) I(italic) B(bold) U(url)
 # L(text,url) R(text,anchor): https://docs.ansible.com/ansible/latest/dev_guide/ansible_markup.html
 _MARKUP = re.compile(r"\b(RV|[CVOEMPIBU])\(([^)]*)\)|\b([LR])\(([^,)]*),\s*([^)]*)\)")
+# A sentence ends at . ! or ? after two characters other than a stop or a space ("e.g. /x" goes on).
+_SENTENCE_END = re.compile(r"(?<=[^\s.]{2}[.!?])\s+")
+# A task file's comment may open "The node image's entry point (playbooks/image.yml): "; the list says so.
+_ENTRY_POINT_PREFIX = re.compile(r"^[^:]*\bentry point\b[^:]*:\s*")
 # Outside code, `<word>` would be an HTML tag (and vanish on GitHub), `*` and a word-edge `_` emphasis.
 _MARKDOWN_SPECIAL = re.compile(r"[\\`<*]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
@@ -76,45 +85,130 @@ def _paragraphs(value: str | list[str] | None) -> list[str]:
     return [markdown(" ".join(str(item).split())) for item in items]
 
 
-def _value(value: Any) -> str:
-    return code(json.dumps(value, ensure_ascii=False))
-
-
-def _option(name: str, option: dict[str, Any], level: int) -> list[str]:
-    """One option: heading, description, then type, elements, choices, required and default."""
-    required = bool(option.get("required", False))
-    default = "none (required)" if required else "none"
-    if "default" in option:
-        default = _value(option["default"])
-    lines = [f"{'#' * level} {code(name)}", "", *_blocks(_paragraphs(option.get("description")))]
-    lines.append(f"- Type: {code(str(option.get('type', 'str')))}")
-    if "elements" in option:
-        lines.append(f"- Elements: {code(str(option['elements']))}")
-    if "choices" in option:
-        lines.append(f"- Choices: {', '.join(_value(choice) for choice in option['choices'])}")
-    lines += [f"- Required: {'yes' if required else 'no'}", f"- Default: {default}", ""]
-    for sub_name, sub_option in (option.get("options") or {}).items():
-        lines += _option(f"{name}.{sub_name}", sub_option, level)
-    return lines
-
-
 def _blocks(paragraphs: list[str]) -> list[str]:
     return [line for paragraph in paragraphs for line in (paragraph, "")]
 
 
-def _entry_point(name: str, spec: dict[str, Any], level: int) -> list[str]:
-    """An entry point's intro and every option it takes, in the spec's order."""
-    short = str(spec.get("short_description", "")).strip()
-    if short and not short.endswith((".", "!", "?")):
-        short += "."
-    lines = _blocks(_paragraphs([short] if short else [])) + _blocks(_paragraphs(spec.get("description")))
+def _value(value: Any) -> str:
+    return code(json.dumps(value, ensure_ascii=False))
+
+
+def _cell(text: str) -> str:
+    """Text for one Markdown table cell: one line, `|` escaped (also inside code spans, as GitHub wants)."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _rows(name: str, option: dict[str, Any]) -> list[str]:
+    """One table row per option (and per sub-option): name, type, default, meaning."""
+    kind = code(str(option.get("type", "str")))
+    if "elements" in option:
+        kind += f" of {code(str(option['elements']))}"
+    if "choices" in option:
+        kind += ": " + ", ".join(_value(choice) for choice in option["choices"])
+    default = "required" if option.get("required", False) else "none"
+    if "default" in option:
+        default = _value(option["default"])
+    description = option.get("description") or ""
+    raw = " ".join(str(item) for item in ([description] if isinstance(description, str) else description))
+    meaning = markdown(_first_sentence(" ".join(raw.split())))
+    rows = [f"| {code(name)} | {_cell(kind)} | {_cell(default)} | {_cell(meaning)} |"]
+    for sub_name, sub_option in (option.get("options") or {}).items():
+        rows += _rows(f"{name}.{sub_name}", sub_option)
+    return rows
+
+
+def _variables(name: str, spec: dict[str, Any]) -> list[str]:
+    """The variables table of one entry point, or nothing when it takes none."""
     options = spec.get("options") or {}
-    lines += [f"{'#' * level} Variables", ""]
     if not options:
-        lines += [f"Entry point {code(name)} takes no variables.", ""]
-    for option_name, option in options.items():
-        lines += _option(option_name, option, level + 1)
-    return lines
+        return []
+    title = "## Variables" if name == "main" else f"## Variables of {code(name)}"
+    header = ["| Variable | Type | Default | Meaning |", "| --- | --- | --- | --- |"]
+    rows = [row for option_name, option in options.items() for row in _rows(option_name, option)]
+    return [title, "", *header, *rows, ""]
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence: a table row says what a variable means; `ansible-doc -t role` shows the rest."""
+    return _SENTENCE_END.split(text, maxsplit=1)[0]
+
+
+def _sentence(text: str) -> str:
+    short = " ".join(text.split())
+    return short if not short or short.endswith((".", "!", "?")) else short + "."
+
+
+def _opening_comment(path: Path) -> str:
+    """The first sentence of a task file's opening comment: what a `tasks_from` entry point does."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    comment = " ".join(
+        line.lstrip("# ").strip()
+        for line in itertools.takewhile(lambda line: line.startswith(("#", "---")), lines)
+        if line.startswith("#")
+    )
+    first = _ENTRY_POINT_PREFIX.sub("", _first_sentence(comment))
+    if not first:
+        raise SystemExit(
+            f"{path}: an entry point of the collection's playbooks;"
+            " open it with a comment saying what it does"
+        )
+    return first
+
+
+def playbook_entry_points(collection: Path) -> dict[tuple[str, str], list[str]]:
+    """(role, entry point) -> the collection's playbooks that run it."""
+    found: dict[tuple[str, str], list[str]] = {}
+
+    def walk(node: Any, playbook: str) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, playbook)
+        elif isinstance(node, dict):
+            name = node.get("role", node.get("name"))
+            if isinstance(name, str) and name.startswith(NAMESPACE + "."):
+                key = (name.removeprefix(NAMESPACE + "."), str(node.get("tasks_from", "main")))
+                found.setdefault(key, []).append(playbook)
+            for value in node.values():
+                walk(value, playbook)
+
+    for path in sorted((collection / "playbooks").glob("*.yml")):
+        walk(yaml.safe_load(path.read_text(encoding="utf-8")), f"playbooks/{path.name}")
+    return found
+
+
+def _entry_points(role: Path, specs: dict[str, Any], collection: Path) -> list[str]:
+    """Every entry point: those with an argument spec, then the `tasks_from` the playbooks use."""
+    imports = playbook_entry_points(collection)
+    names = list(specs) + sorted({ep for (r, ep) in imports if r == role.name and ep not in specs})
+    lines = ["## Entry points", ""]
+    for name in names:
+        used = sorted(set(imports.get((role.name, name), [])))
+        where = f" ({', '.join(code(path) for path in used)})" if used else ""
+        if name in specs:
+            what = markdown(_sentence(str(specs[name].get("short_description", ""))))
+        else:
+            what = markdown(_sentence(_opening_comment(role / "tasks" / f"{name}.yml")))
+        lines.append(f"- {code(name)}{where}: {what}")
+    return [*lines, ""]
+
+
+def _platforms(role: Path) -> str:
+    """The platforms line from meta/main.yml's galaxy_info."""
+    meta = (
+        yaml.safe_load((role / "meta" / "main.yml").read_text(encoding="utf-8"))
+        if (role / "meta" / "main.yml").is_file()
+        else {}
+    )
+    platforms = ((meta or {}).get("galaxy_info") or {}).get("platforms") or []
+    listed = "; ".join(
+        f"{p['name']} {', '.join(str(v) for v in p.get('versions', []))}".strip() for p in platforms
+    )
+    return f"Platforms (`meta/main.yml`): {listed or 'none declared'}."
+
+
+def depth_page(role: Path) -> Path:
+    """The hand-written page that holds the role's design: docs/roles/<role>.md of the checkout."""
+    return ROOT / "docs" / "roles" / f"{role.name}.md"
 
 
 def _argument_specs(role: Path) -> dict[str, Any]:
@@ -128,13 +222,20 @@ def _argument_specs(role: Path) -> dict[str, Any]:
     return specs
 
 
-def role_readme(role: Path) -> str:
-    """The README of one role: `main`'s description as the intro, then every entry point's variables."""
+def role_readme(role: Path, collection: Path = COLLECTION) -> str:
+    """One role's README: summary, `main`'s description, platforms, entry points, variables, depth link."""
     specs = _argument_specs(role)
-    lines = [NOTICE, f"# {NAMESPACE}.{role.name}", "", *_entry_point("main", specs["main"], 2)]
+    lines = [NOTICE, f"# {NAMESPACE}.{role.name}", ""]
+    lines += _blocks(_paragraphs([_sentence(str(specs["main"].get("short_description", "")))]))
+    lines += _blocks(_paragraphs(specs["main"].get("description")))
+    lines += [_platforms(role), "", *_entry_points(role, specs, collection)]
     for name, spec in specs.items():
-        if name != "main":
-            lines += [f"## Entry point {code(name)}", "", *_entry_point(name, spec, 3)]
+        lines += _variables(name, spec)
+    depth = f"docs/roles/{role.name}.md"
+    lines += [
+        f"Each variable in full: `ansible-doc -t role {NAMESPACE}.{role.name}`. How the role decides, and"
+        f" what the test racks show and cannot show: [{depth}](../../../{depth}).",
+    ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -160,7 +261,7 @@ def collection_readme(collection: Path = COLLECTION) -> str:
 
 def generated(collection: Path = COLLECTION) -> dict[Path, str]:
     """Every generated file and the text it must have."""
-    files = {role / "README.md": role_readme(role) for role in roles(collection)}
+    files = {role / "README.md": role_readme(role, collection) for role in roles(collection)}
     files[collection / "README.md"] = collection_readme(collection)
     return files
 

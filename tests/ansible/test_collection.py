@@ -315,7 +315,7 @@ def test_role_readme_is_generated_from_its_argument_specs(role: Path) -> None:
     )
     spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]
     text = readme.read_text(encoding="utf-8")
-    assert all(f"### `{name}`" in text for name in spec["options"])
+    assert all(f"\n| `{name}` |" in text for name in spec["options"])
 
 
 def test_collection_readme_lists_every_role() -> None:
@@ -340,7 +340,7 @@ def test_readme_shows_every_field_of_an_option(tmp_path: Path) -> None:
                 type: str
                 choices: [fast, safe]
                 default: safe
-                description: How it runs; B(never) I(both).
+                description: How it runs; B(never) I(both). The rest, e.g. this, only ansible-doc shows.
               demo_role_hosts:
                 type: list
                 elements: str
@@ -351,20 +351,25 @@ def test_readme_shows_every_field_of_an_option(tmp_path: Path) -> None:
                 description: Limits.
                 options:
                   cpu_pct: {type: int, default: 50, description: CPU share.}
+              demo_role_filter:
+                type: str
+                default: "{{ x | default('') }}"
+                description: A default with a pipe.
         """
     (role / "meta" / "argument_specs.yml").write_text(textwrap.dedent(spec), encoding="utf-8")
-    text = role_readmes.role_readme(role)
+    text = role_readmes.role_readme(role, tmp_path)
     assert text.startswith(role_readmes.NOTICE + "\n# gpucluster.cluster.demo_role\n\nA demo.\n")
     assert "Writes `/etc/demo.conf` with `demo_role_mode`; see <https://example.org>." in text
-    assert "How it runs; **never** *both*." in text
-    mode = text.split("### `demo_role_mode`")[1].split("###")[0]
-    assert "- Type: `str`" in mode and '- Choices: `"fast"`, `"safe"`' in mode
-    assert "- Required: no" in mode and '- Default: `"safe"`' in mode
-    hosts = text.split("### `demo_role_hosts`")[1].split("###")[0]
-    assert "- Type: `list`" in hosts and "- Elements: `str`" in hosts
-    assert "- Required: yes" in hosts and "- Default: none (required)" in hosts
-    assert "Hosts, e.g. \\<name>.\n\nSecond paragraph." in hosts
-    assert "### `demo_role_limits.cpu_pct`" in text and "- Default: `50`" in text
+    rows = [line for line in text.splitlines() if line.startswith("| `demo_role")]
+    assert rows == [
+        '| `demo_role_mode` | `str`: `"fast"`, `"safe"` | `"safe"` | How it runs; **never** *both*. |',
+        "| `demo_role_hosts` | `list` of `str` | required | Hosts, e.g. \\<name>. |",
+        "| `demo_role_limits` | `dict` | none | Limits. |",
+        "| `demo_role_limits.cpu_pct` | `int` | `50` | CPU share. |",
+        "| `demo_role_filter` | `str` | `\"{{ x \\| default('') }}\"` | A default with a pipe. |",
+    ]
+    assert "Platforms (`meta/main.yml`): none declared." in text
+    assert "- `main`: A demo." in text
 
 
 def test_generator_check_mode_names_a_stale_readme(tmp_path: Path) -> None:
