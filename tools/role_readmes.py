@@ -229,8 +229,13 @@ def role_readme(role: Path, collection: Path = COLLECTION) -> str:
     lines += _blocks(_paragraphs([_sentence(str(specs["main"].get("short_description", "")))]))
     lines += _blocks(_paragraphs(specs["main"].get("description")))
     lines += [_platforms(role), "", *_entry_points(role, specs, collection)]
+    main_options = specs["main"].get("options") or {}
+    same = [n for n, spec in specs.items() if n != "main" and (spec.get("options") or {}) == main_options]
     for name, spec in specs.items():
-        lines += _variables(name, spec)
+        if name not in same:
+            lines += _variables(name, spec)
+    if same and main_options:
+        lines += [f"{', '.join(code(name) for name in same)} take the variables of `main`.", ""]
     depth = f"docs/roles/{role.name}.md"
     lines += [
         f"Each variable in full: `ansible-doc -t role {NAMESPACE}.{role.name}`. How the role decides, and"

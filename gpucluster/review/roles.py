@@ -110,6 +110,32 @@ def image_roles(tree: Path) -> set[str]:
     return roles
 
 
+def _roles_in(tasks: Any) -> set[str]:
+    """Roles a task list imports or includes, inside blocks too."""
+    found: set[str] = set()
+    for task in tasks if isinstance(tasks, list) else []:
+        if not isinstance(task, dict):
+            continue
+        for key in ("ansible.builtin.import_role", "ansible.builtin.include_role"):
+            if isinstance(task.get(key), dict):
+                found.add(_role_name(task[key]))
+        for part in ("block", "rescue", "always"):
+            found |= _roles_in(task.get(part))
+    return found
+
+
+def including_roles(tree: Path, role: str) -> list[str]:
+    """Roles whose tasks import or include `role` (gpu_nvidia_driver includes node_reboot's entry points)."""
+    return sorted(
+        {
+            path.relative_to(tree / ANSIBLE / "roles").parts[0]
+            for path in (tree / ANSIBLE / "roles").glob("*/tasks/**/*.yml")
+            if role in _roles_in(_load_yaml(path))
+        }
+        - {role}
+    )
+
+
 def hosts_of(pattern: str, groups: dict[str, list[str]]) -> list[str]:
     """Ansible's host pattern (`a:b`, `a:!b`, `a:&b`) over the inventory's groups."""
     chosen: list[str] = []
@@ -157,8 +183,12 @@ def role_changes(tree: Path, changed: list[str], groups: dict[str, list[str]]) -
     result = []
     for unit, files in sorted(by_unit.items()):
         role = unit.removeprefix("role ") if unit.startswith("role ") else ""
+        # A role another role includes runs where that one runs and may do what that one's handlers do.
+        carriers = [role, *including_roles(tree, role)] if role else []
         if role:
-            patterns = list(dict.fromkeys(hosts for hosts, roles in role_plays if role in roles))
+            patterns = list(
+                dict.fromkeys(hosts for hosts, roles in role_plays if any(c in roles for c in carriers))
+            )
         elif unit.startswith("playbook ") and files[0] not in ("ansible/site.yml", SITE):
             # accept.yml, image.yml …
             patterns = list(dict.fromkeys(hosts for hosts, _ in site_plays(tree, files[0])))
@@ -167,7 +197,7 @@ def role_changes(tree: Path, changed: list[str], groups: dict[str, list[str]]) -
         hosts: list[str] = []
         for pattern in patterns:
             hosts += [h for h in hosts_of(pattern, groups) if h not in hosts]
-        effects = handler_effects(tree, role) if role else []
+        effects = list(dict.fromkeys(e for carrier in carriers for e in handler_effects(tree, carrier)))
         kinds = [kind for kind, _ in effects] or ["in-place"]
         result.append(
             RoleChange(
@@ -177,7 +207,7 @@ def role_changes(tree: Path, changed: list[str], groups: dict[str, list[str]]) -
                 effects=[what for _, what in effects],
                 groups=patterns,
                 hosts=hosts,
-                in_image=role in in_image or IMAGE in files,
+                in_image=any(c in in_image for c in carriers) or IMAGE in files,
             )
         )
     return result

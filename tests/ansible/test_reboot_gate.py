@@ -1,17 +1,20 @@
-"""The reboot gate the driver role runs on the controller: slots, deferral, operators' drains, return.
+"""The reboot gate module run on the controller: slots, deferral, operators' drains, release.
 
-The gate is a script of the role (files/gpucluster-reboot-gate, standard library only); these tests load it
-and drive it against a fake controller that answers `scontrol show node -o` and `squeue` in Slurm 22.05's
-own line format (captured on the test rack) and applies `scontrol update`. The rack test
+gpucluster.cluster.reboot_gate (ansible/plugins/modules/reboot_gate.py) decides in pure functions fed with
+a `run` callable; these tests drive them against a fake controller that answers `scontrol show node -o` and
+`squeue` in Slurm 22.05's own line format (captured on the test rack) and applies `scontrol update`, then
+run the module through Ansible against stub commands, and render its documentation. The rack test
 (tests/rack/test_nvidia_pins.py) runs it against real slurmctld.
 """
 
 from __future__ import annotations
 
-import importlib.machinery
 import importlib.util
 import json
+import os
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +24,10 @@ from typing import Any
 
 import pytest
 
-GATE = Path(__file__).resolve().parents[2] / "ansible/roles/gpu_nvidia_driver/files/gpucluster-reboot-gate"
+from tests.conftest import ROOT
+
+GATE = ROOT / "ansible/plugins/modules/reboot_gate.py"
+BIN = Path(sys.executable).parent
 # One line of `scontrol show node -o` from the test rack (Slurm 22.05.8); {…} are filled per node.
 LINE = (
     "NodeName={name} Arch=x86_64 CoresPerSocket=2  CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=0.88 "
@@ -36,11 +42,12 @@ BOOT = "2026-12-04T15:57:17"
 
 
 def _load() -> ModuleType:
-    """Import the script (it has no .py suffix, so through its own loader)."""
-    loader = importlib.machinery.SourceFileLoader("gpucluster_reboot_gate", str(GATE))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    sys.modules[loader.name] = module
-    loader.exec_module(module)
+    """Import the module file by path, as Ansible does (the collection is not a package here)."""
+    spec = importlib.util.spec_from_file_location("gpucluster_reboot_gate", GATE)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
     return module
 
 
@@ -87,22 +94,23 @@ class Controller:
         return LINE.format(name=name, state=self.states[name], boot=self.boot.get(name, BOOT), reason=reason)
 
 
-def _claim(
-    controller: Controller, node: str, rack: str = "n1,n2,n3,n4", max_nodes: int = 2
-) -> dict[str, Any]:
-    argv = ["claim", "--node", node, "--rack-nodes", rack, "--max-nodes", str(max_nodes)]
-    argv += [
-        "--max-rack-percent",
-        "50",
-        "--reason",
-        "gpucluster reboot: NVIDIA driver 570.172.08 -> 570.195.03",
-    ]
-    return _answer(controller, argv)
+REASON = "gpucluster reboot: NVIDIA driver 570.172.08 -> 570.195.03"
 
 
-def _answer(controller: Controller, argv: list[str]) -> dict[str, Any]:
-    args = gate.parser().parse_args(argv)
-    answer: dict[str, Any] = gate.VERBS[args.verb](args, controller)
+def _claim(controller: Controller, node: str, max_nodes: int = 2, check_mode: bool = False) -> dict[str, Any]:
+    request = gate.Request(
+        node=node,
+        rack_nodes=("n1", "n2", "n3", "n4"),
+        max_nodes=max_nodes,
+        max_rack_percent=50,
+        reason=REASON,
+        check_mode=check_mode,
+    )
+    return _answer(controller, "claim", request)
+
+
+def _answer(controller: Controller, verb: str, request: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = gate.VERBS[verb](request, controller)
     return answer
 
 
@@ -185,49 +193,188 @@ def test_a_node_slurmd_never_registered_is_rebooted_directly(state: str) -> None
 
 def test_reboot_asks_slurmctld_for_a_reboot_once_idle_resuming_unless_an_operator_drained() -> None:
     controller = Controller({"n1": "IDLE+DRAIN"})
-    _answer(controller, ["reboot", "--node", "n1", "--reason", "gpucluster reboot: r"])
-    _answer(controller, ["reboot", "--node", "n1", "--reason", "bad DIMM B2", "--keep-drain"])
+    _answer(controller, "reboot", gate.Request(node="n1", reason="gpucluster reboot: r"))
+    _answer(controller, "reboot", gate.Request(node="n1", reason="bad DIMM B2", keep_drain=True))
     assert controller.commands == [
         ["scontrol", "reboot", "ASAP", "nextstate=RESUME", "reason=gpucluster reboot: r", "n1"],
         ["scontrol", "reboot", "ASAP", "reason=bad DIMM B2", "n1"],
     ]
 
 
-def _since(boot: str, seconds: int) -> str:
-    return str(int(time.mktime(time.strptime(boot, "%Y-%m-%dT%H:%M:%S"))) + seconds)
+def _since(boot: str, seconds: int) -> int:
+    return int(time.mktime(time.strptime(boot, "%Y-%m-%dT%H:%M:%S"))) + seconds
 
 
 def test_back_needs_a_boot_after_the_request_and_no_reboot_flag() -> None:
-    argv = ["back", "--node", "n1", "--since", _since(BOOT, -60)]
-    booted_before = ["back", "--node", "n1", "--since", _since(BOOT, 60)]
-    assert _answer(Controller({"n1": "IDLE"}), booted_before)["state"] == "rebooting"
-    assert _answer(Controller({"n1": "IDLE+DRAIN+REBOOT_ISSUED"}), argv)["state"] == "rebooting"
-    assert _answer(Controller({"n1": "IDLE"}), argv)["state"] == "back"
+    after = gate.Request(node="n1", since=_since(BOOT, -60))
+    booted_before = gate.Request(node="n1", since=_since(BOOT, 60))
+    assert _answer(Controller({"n1": "IDLE"}), "back", booted_before)["state"] == "rebooting"
+    assert _answer(Controller({"n1": "IDLE+DRAIN+REBOOT_ISSUED"}), "back", after)["state"] == "rebooting"
+    assert _answer(Controller({"n1": "IDLE"}), "back", after)["state"] == "back"
     reason = "gpucluster boot check: NVML reports X, pinned Y"
     failed = Controller({"n1": "DOWN"}, reasons={"n1": f"{reason} [root@x]"})
-    assert _answer(failed, argv) == {
-        "state": "failed",
-        "why": reason,
-        "slurm_state": "DOWN",
-    }
+    assert _answer(failed, "back", after) == {"state": "failed", "why": reason, "slurm_state": "DOWN"}
 
 
 def test_release_resumes_only_a_slot_of_ours_that_no_reboot_came_of() -> None:
     controller = Controller(
         {"n1": "IDLE", "n2": "IDLE+DRAIN", "n3": "IDLE+DRAIN+REBOOT_REQUESTED"},
-        reasons={"n2": "bad DIMM B2", "n3": "gpucluster reboot: NVIDIA driver 570.172.08 -> 570.195.03"},
+        reasons={"n2": "bad DIMM B2", "n3": REASON},
     )
     _claim(controller, "n1")
-    assert _answer(controller, ["release", "--node", "n1"])["released"] is True
+    assert _answer(controller, "release", gate.Request(node="n1"))["released"] is True
     assert controller.states["n1"] == "IDLE" and "n1" not in controller.reasons
     # An operator's drain, and a node whose reboot slurmctld is carrying out, are left as they are.
     for node in ("n2", "n3"):
-        answer = _answer(controller, ["release", "--node", node])
+        answer = _answer(controller, "release", gate.Request(node=node))
         assert answer["released"] is False, answer
         assert "DRAIN" in controller.states[node]
 
 
-def test_main_prints_one_json_answer(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    argv = ["back", "--node", "n1", "--since", _since(BOOT, -1)]
-    assert gate.main(argv, run=Controller({"n1": "IDLE"}), lock_path=str(tmp_path / "lock")) == 0
-    assert json.loads(capsys.readouterr().out)["state"] == "back"
+def test_check_mode_decides_without_draining_rebooting_or_resuming() -> None:
+    controller = Controller({"n1": "IDLE", "n2": "IDLE+DRAIN"}, reasons={"n2": REASON})
+    answer = _claim(controller, "n1", check_mode=True)
+    assert (answer["action"], answer["drained"]) == ("go", True), answer
+    _answer(controller, "reboot", gate.Request(node="n1", check_mode=True))
+    assert _answer(controller, "release", gate.Request(node="n2", check_mode=True))["released"] is True
+    assert [c for c in controller.commands if c[:2] != ["scontrol", "show"] and c[0] != "squeue"] == []
+
+
+@pytest.mark.parametrize(
+    ("verb", "answer", "changed"),
+    [
+        ("claim", {"drained": True}, True),
+        ("claim", {"drained": False}, False),
+        ("reboot", {}, True),
+        ("back", {"state": "back"}, False),
+        ("release", {"released": False}, False),
+    ],
+)
+def test_only_a_drain_a_reboot_request_or_a_resume_reports_a_change(
+    verb: str, answer: dict[str, Any], changed: bool
+) -> None:
+    assert gate.changed(verb, answer) is changed
+
+
+def test_a_second_decision_waits_for_the_lock_the_first_holds(tmp_path: Path) -> None:
+    import fcntl
+
+    lock_path = tmp_path / "lock"
+    controller = Controller({"n1": "IDLE"})
+    done: list[dict[str, Any]] = []
+    with open(lock_path, "w", encoding="utf-8") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        worker = threading.Thread(
+            target=lambda: done.append(
+                gate.decide_locked("back", gate.Request(node="n1"), controller, str(lock_path))
+            )
+        )
+        worker.start()
+        worker.join(timeout=0.5)
+        assert done == [] and controller.commands == []  # it waits for the lock
+    worker.join(timeout=10)
+    assert done and done[0]["state"] == "back"
+
+
+SCONTROL = """#!/bin/sh
+echo "$@" >> "$GATE_LOG"
+case "$1 $2" in
+  "show node") cat "$GATE_NODES" ;;
+esac
+"""
+
+
+def _module(tmp_path: Path, args: dict[str, Any], *extra: str) -> tuple[dict[str, Any], list[str]]:
+    """Run the module through Ansible on this machine, with scontrol and squeue stubs on PATH."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir(exist_ok=True)
+    (stubs / "scontrol").write_text(SCONTROL)
+    (stubs / "squeue").write_text("#!/bin/sh\ntrue\n")
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    (tmp_path / "nodes").write_text(Controller({"n1": "IDLE", "n2": "IDLE"})._line("n1") + "\n")
+    env = {
+        **os.environ,
+        "PATH": f"{stubs}:{os.environ['PATH']}",
+        "GATE_LOG": str(tmp_path / "log"),
+        "GATE_NODES": str(tmp_path / "nodes"),
+        "ANSIBLE_LOCALHOST_WARNING": "false",
+    }
+    args = {"lock_path": str(tmp_path / "lock"), **args}
+    command = [str(BIN / "ansible"), "localhost", "-c", "local", "-o", *extra]
+    result = subprocess.run(
+        [*command, "-m", "gpucluster.cluster.reboot_gate", "-a", json.dumps(args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    log = tmp_path / "log"
+    answer: dict[str, Any] = json.loads(result.stdout.split("=>", 1)[1])
+    return answer, log.read_text().splitlines() if log.exists() else []
+
+
+def test_the_module_claims_through_ansible_and_reports_the_drain_as_a_change(tmp_path: Path) -> None:
+    args = {"verb": "claim", "node": "n1", "rack_nodes": ["n1", "n2"], "max_nodes": 1, "reason": REASON}
+    answer, log = _module(tmp_path, args)
+    assert (answer["action"], answer["drained"], answer["changed"]) == ("go", True, True), answer
+    assert log == ["show node -o", f"update nodename=n1 state=DRAIN reason={REASON}"]
+
+
+def test_the_module_in_check_mode_only_reads(tmp_path: Path) -> None:
+    answer, log = _module(tmp_path, {"verb": "claim", "node": "n1", "rack_nodes": ["n1"]}, "--check")
+    assert (answer["action"], answer["changed"]) == ("go", True), answer
+    assert log == ["show node -o"]
+
+
+def test_the_module_fails_with_the_command_that_failed(tmp_path: Path) -> None:
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "scontrol").write_text("#!/bin/sh\necho 'Unable to contact slurm controller' >&2\nexit 1\n")
+    (stubs / "scontrol").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "ANSIBLE_LOCALHOST_WARNING": "false"}
+    args = json.dumps({"verb": "back", "node": "n1", "lock_path": str(tmp_path / "lock")})
+    result = subprocess.run(
+        [
+            str(BIN / "ansible"),
+            "localhost",
+            "-c",
+            "local",
+            "-o",
+            "-m",
+            "gpucluster.cluster.reboot_gate",
+            "-a",
+            args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert result.returncode != 0
+    assert "scontrol show node -o failed (1): Unable to contact slurm controller" in result.stdout
+
+
+def test_ansible_doc_renders_the_module() -> None:
+    result = subprocess.run(
+        [str(BIN / "ansible-doc"), "-t", "module", "gpucluster.cluster.reboot_gate"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_NOCOLOR": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    for word in (
+        "verb",
+        "rack_nodes",
+        "max_rack_percent",
+        "keep_drain",
+        "EXAMPLES",
+        "RETURN VALUES",
+        "operator_reason",
+    ):
+        assert word in result.stdout, word

@@ -8,6 +8,7 @@ and n3 (n2 retired, never booted), so the same converge proves a rack with a gap
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -140,7 +141,9 @@ def test_no_kernel_module_service_or_reboot_for_absent_hardware(gpu_rack: Conver
         gpu_rack.rack, "ls /etc/modprobe.d/blacklist-nouveau.conf /etc/modules-load.d/nvidia-peermem.conf"
     )
     assert present.strip() == ""
-    assert "RUNNING HANDLER [gpu_nvidia_driver : Reboot into the new driver]" not in gpu_rack.first.output
+    # Userspace mode never reboots: neither the driver's reboot handler nor any step of node_reboot runs.
+    assert "RUNNING HANDLER [gpu_nvidia_driver : Reboot after a driver change]" not in gpu_rack.first.output
+    assert not re.search(r"TASK \[[\w.]*node_reboot : ", gpu_rack.first.output)
 
 
 def _registered(rack: Rack) -> None:

@@ -73,6 +73,16 @@ def test_a_role_a_playbook_imports_runs_on_that_playbook_s_hosts(groups: dict[st
     assert acceptance.kind == "in-place" and not any("cloud node image" in line for line in acceptance.detail)
 
 
+def test_a_role_another_role_includes_runs_and_may_do_what_the_including_role_does(
+    groups: dict[str, list[str]],
+) -> None:
+    """gpu_nvidia_driver includes node_reboot (slot, reboot, record): a change to it reboots GPU nodes."""
+    found = _review(ROOT, groups, "ansible/roles/node_reboot/tasks/main.yml")
+    reboot = found["role node_reboot"]
+    assert (reboot.kind, sorted(reboot.hosts)) == ("reboot", sorted(groups["slurm_compute"])), reboot
+    assert any("cloud node image" in line for line in reboot.detail)  # image.yml's driver install records
+
+
 def test_the_impact_follows_the_role_s_handlers(tmp_path: Path, groups: dict[str, list[str]]) -> None:
     tree = tmp_path / "head"
     shutil.copytree(ROOT / "ansible", tree / "ansible")
