@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlparse
 
 import boto3
@@ -247,14 +247,23 @@ def main(argv: list[str] | None = None) -> int:
         if flags[0].item():
             if rank == 0:
                 print(f"run {run}: signalled; checkpointed step {step}, asking to be requeued", flush=True)
-            dist.destroy_process_group()
-            return int(env.get("GPUCLUSTER_REQUEUE_EXIT", "99"))
+            _leave(int(env.get("GPUCLUSTER_REQUEUE_EXIT", "99")))
     trainer.save(step)
     if rank == 0:
         store.record("DONE.json", {"steps": step, "digest": trainer.digest(), "runs": run + 1})
         print(f"run {run}: completed {step} steps", flush=True)
+    _leave(0)
+
+
+def _leave(code: int) -> NoReturn:
+    """Leave the process group and exit with `code` at once, without Python tearing down the rest."""
     dist.destroy_process_group()
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # DDP's reducer holds the Gloo process group; freeing it at interpreter teardown waits, GIL held, for a
+    # worker thread that needs the GIL to free the last collective's tensors: a hang about one exit in ten
+    # here (https://github.com/pytorch/pytorch/issues/56297). Every checkpoint and record is written.
+    os._exit(code)
 
 
 if __name__ == "__main__":
