@@ -90,13 +90,13 @@ def _node(client: str = "slurm-client", **change: Any) -> dict[str, Any]:
 
 
 def _plan(state: dict[str, Any], **overrides: Any) -> dict[str, Any]:
-    shared = {"__gpucluster_node_read": {"changed": False, "parts": {ROLE: state}}}
+    shared = {f"{ROLE}_node_state": state}
     plan: dict[str, Any] = _expression("__slurm_common_plan", **{**shared, **overrides})
     return plan
 
 
 def _read_needed(state: dict[str, Any], **overrides: Any) -> bool:
-    shared = {"__gpucluster_node_read": {"changed": False, "parts": {ROLE: state}}}
+    shared = {f"{ROLE}_node_state": state}
     needed = _expression("__slurm_common_read_needed", **{**shared, **overrides})
     assert isinstance(needed, bool), needed
     return needed
