@@ -18,7 +18,7 @@ def main_condition(role: str) -> str:
 
 def include_runs(role: str, shared: dict[str, Any] | None, **overrides: Any) -> bool:
     """Whether converge.yml is included where the play's shared read gave the role `shared` (None: none)."""
-    read = {} if shared is None else {"__gpucluster_node_read": {"changed": False, "parts": {role: shared}}}
+    read = {} if shared is None else {f"{role}_node_state": shared}
     runs = role_expression(role, main_condition(role), **read, **overrides)
     assert isinstance(runs, bool), runs  # ansible-core 2.19 wants a boolean `when`
     return runs

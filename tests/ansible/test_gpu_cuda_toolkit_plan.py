@@ -137,7 +137,7 @@ def test_the_pin_names_the_release_its_glob_and_the_read() -> None:
         "12.8.1-*",
     )
     assert _expression("__gpu_cuda_toolkit_names.version_glob") == "13.0.*"
-    assert _expression("__gpu_cuda_toolkit_read") == {
+    assert _expression("gpu_cuda_toolkit_node_query") == {
         "packages": True,
         "package_names": ["cuda*", "lib*-13-0"],
         "paths": [SOURCES, PREFERENCES, PROFILE],

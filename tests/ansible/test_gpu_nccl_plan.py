@@ -111,7 +111,7 @@ def test_a_node_image_has_no_node_files_to_plan() -> None:
     state = _node(files={"/etc/gpucluster": None, "/etc/nccl.conf": None}, installed=[])
     plan = _plan(state, __gpu_nccl_files=[])
     assert plan["pending"] == ["install", "hold"]
-    assert _expression("__gpu_nccl_read.paths", __gpu_nccl_files=[]) == [
+    assert _expression("gpu_nccl_node_query.paths", __gpu_nccl_files=[]) == [
         "/etc/gpucluster",
         NVCC,
         SOURCES,
@@ -144,7 +144,7 @@ def test_the_role_reads_the_node_itself_without_the_shared_read_or_after_a_chang
 
 
 def test_the_read_names_the_node_files_and_the_build_its_packages() -> None:
-    assert _expression("__gpu_nccl_read") == {
+    assert _expression("gpu_nccl_node_query") == {
         "packages": True,
         "package_names": PACKAGES,
         "paths": [

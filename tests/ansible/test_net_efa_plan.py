@@ -64,9 +64,9 @@ def test_a_converged_node_runs_the_read_and_skips_the_converge() -> None:
 
 
 def test_a_shared_read_holding_the_roles_query_spares_the_read() -> None:
-    shared = {"__gpucluster_node_read": {"changed": False, "parts": {ROLE: _node()}}}
+    shared = {f"{ROLE}_node_state": _node()}
     assert _main(**shared) == []
-    behind = {"__gpucluster_node_read": {"changed": False, "parts": {ROLE: _node(record="")}}}
+    behind = {f"{ROLE}_node_state": _node(record="")}
     assert _main(**behind, __net_efa_own_read={"skipped": True, "changed": False}) == [
         "Converge the EFA installer and aws-ofi-nccl where the node is not at both pins, held"
     ]

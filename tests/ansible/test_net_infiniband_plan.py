@@ -53,7 +53,7 @@ def test_a_converged_node_has_nothing_to_do_and_runs_one_task(mode: str) -> None
 
 def test_a_node_without_hcas_wants_nothing_and_reads_nothing() -> None:
     plain = {"net_infiniband_hca_count": 0, "net_infiniband_ipoib_address": ""}
-    assert _expression("__net_infiniband_read", **plain) == {
+    assert _expression("net_infiniband_node_query", **plain) == {
         "packages": False,
         "package_names": [],
         "paths": [],

@@ -10,8 +10,9 @@ import hashlib
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.ansible.role_vars import DEBIAN, ROCKY, file_entry, node_state, role_expression
+from tests.ansible.role_vars import DEBIAN, ROCKY, ROLES, file_entry, node_state, role_expression
 
 ROLE = "slurm_common"
 PIN = "24.11.5"
@@ -89,13 +90,13 @@ def _node(client: str = "slurm-client", **change: Any) -> dict[str, Any]:
 
 
 def _plan(state: dict[str, Any], **overrides: Any) -> dict[str, Any]:
-    shared = {"__gpucluster_node_read": {"changed": False, "parts": {ROLE: state}}}
+    shared = {f"{ROLE}_node_state": state}
     plan: dict[str, Any] = _expression("__slurm_common_plan", **{**shared, **overrides})
     return plan
 
 
 def _read_needed(state: dict[str, Any], **overrides: Any) -> bool:
-    shared = {"__gpucluster_node_read": {"changed": False, "parts": {ROLE: state}}}
+    shared = {f"{ROLE}_node_state": state}
     needed = _expression("__slurm_common_read_needed", **{**shared, **overrides})
     assert isinstance(needed, bool), needed
     return needed
@@ -289,3 +290,18 @@ def test_the_files_keep_the_text_the_role_wrote_before_they_became_templates() -
         "# Managed by Ansible (role slurm_common): the site's Slurm package repository.\nTypes: deb\n"
         "URIs: https://repo.example/slurm\nSuites: /\nSigned-By: /etc/apt/keyrings/slurm.gpg\n"
     )
+
+
+def test_the_image_entry_point_plans_without_a_cluster() -> None:
+    """playbooks/image.yml has no inventory plugin: no cluster name or file, only the image block's vars."""
+    block = yaml.safe_load((ROLES / ROLE / "tasks" / "image.yml").read_text())[0]["vars"]
+    read = node_state(installed={}, held=[])
+    plan = role_expression(
+        ROLE,
+        "__slurm_common_plan",
+        hostvars={"n1": {}},
+        ansible_play_role_names=[ROLE],
+        **block,
+        __slurm_common_own_read=read,
+    )
+    assert "packages" in plan["pending"] and not plan["failed"], plan

@@ -180,7 +180,7 @@ def test_a_missing_declared_gpu_is_refused() -> None:
 
 
 def test_the_read_names_every_packagings_slurmd_and_the_devices() -> None:
-    assert _expression("__slurm_node_read") == {
+    assert _expression("slurm_node_node_query") == {
         "packages": True,
         "package_names": ["*slurmd"],
         "paths": ["/var/spool/slurmd", GRES, *DEVICES],

@@ -117,13 +117,6 @@ def not_offered(state: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-def node_read_holds(result: Any, name: str) -> bool:
-    """Whether a node_state answer holds the named query's own answer (parts.<name>) and did not fail."""
-    if not isinstance(result, dict) or result.get("failed") or not isinstance(result.get("parts"), dict):
-        return False
-    return name in result["parts"]
-
-
 class FilterModule:
     """The node-state filters: what is current, missing, unheld, different or not offered."""
 
@@ -139,5 +132,4 @@ class FilterModule:
             "not_offered": not_offered,
             "accounts_differ": accounts_differ,
             "paths_differ": paths_differ,
-            "node_read_holds": node_read_holds,
         }

@@ -71,8 +71,8 @@ options:
       - Named queries (each a dict of the options above but offers), read together with the options above
         in this one run. The answer holds every name any of them asks for; C(query.holds) lists the names.
       - Each gets its own answer under C(parts.<name>), exactly what reading it alone returns. A play reads
-        every role's query at once this way; a role whose part the answer holds uses it instead of reading
-        again (the gpucluster.cluster.node_read_holds filter).
+        every role's query (C(<role>_node_query)) at once this way and hands each role its part as
+        C(<role>_node_state), which the role uses instead of reading again.
     type: dict
     default: {}
   offers:
