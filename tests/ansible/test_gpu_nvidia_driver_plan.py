@@ -321,3 +321,69 @@ def test_the_checks_that_hold_in_their_exceptions() -> None:
     assert _names(source="debian", install_mode="userspace")["failed"] == []
     assert _names(controller_known=False, reboot=False)["failed"] == []
     assert _names(branch="470", version="470.256.02", kernel_modules="proprietary")["failed"] == []
+
+
+@pytest.mark.parametrize(
+    ("facts", "mode", "mirror", "expected"),
+    [
+        ({}, "full", "", ("debian12", "x86_64", "debian", "nvidia")),
+        ({}, "userspace", "", ("debian12", "x86_64", "debian", "debian")),  # Debian's own tools
+        ({}, "userspace", "http://mirror.internal/cuda", ("debian12", "x86_64", "debian", "nvidia")),
+        (
+            {**UBUNTU, "distribution_version": "22.04", "architecture": "aarch64"},
+            "full",
+            "",
+            ("ubuntu2204", "sbsa", "ubuntu", "nvidia"),
+        ),
+        (ROCKY, "userspace", "", ("rhel9", "x86_64", "ubuntu", "nvidia")),
+    ],
+)
+def test_the_repository_names_nvidia_s_layout_and_the_role_s_defaults(
+    facts: dict[str, Any], mode: str, mirror: str, expected: tuple[str, ...]
+) -> None:
+    inputs = {"facts": {**DEBIAN, **facts}, "install_mode": mode, "package_mirror": mirror}
+    repository = FILTERS["gpu_nvidia_driver_repository"](inputs)
+    assert (
+        repository["distro"],
+        repository["arch"],
+        repository["naming"],
+        repository["default_source"],
+    ) == expected
+    base = mirror or "https://developer.download.nvidia.com/compute/cuda/repos"
+    assert repository["url"] == f"{base}/{expected[0]}/{expected[1]}/"
+
+
+def test_a_mirror_s_trailing_slashes_are_dropped() -> None:
+    inputs = {"facts": DEBIAN, "install_mode": "full", "package_mirror": "http://m/cuda//"}
+    assert FILTERS["gpu_nvidia_driver_repository"](inputs)["url"] == "http://m/cuda/debian12/x86_64/"
+
+
+def test_an_install_asks_for_the_pin_and_moves_other_releases_of_the_branch_with_it() -> None:
+    """Branch packages of another release (a hand install, a dependency) come along at the pin."""
+    before = [
+        "nvidia-driver 570.1-1",
+        "nvidia-dkms-580-open 570.1-1",  # a dependency at another release: moved to the pin
+        "libnvidia-ml1 580.126.09-1",  # already at the pin: asked for as a package of the pin only
+        "firmware-nvidia-gsp 1.0",  # not a driver release number: left alone
+        "libnccl2 2.27.7-1",  # not a package of the branch
+        f"linux-image-{KERNEL} 6.1.140-1",
+    ]
+    plan = _plan(_node(), {"before": before})
+    assert plan["apt_install"] == [f"{name}={VERSION}-*" for name in [*DEBIAN_FULL, "nvidia-dkms-580-open"]]
+    # DKMS builds against the running kernel: its headers at the installed image's version.
+    assert plan["kernel_headers"] == f"linux-headers-{KERNEL}=6.1.140-1"
+    with_headers = _plan(_node(), {"before": [*before, f"linux-headers-{KERNEL} 6.1.140-1"]})
+    assert with_headers["kernel_headers"] == ""
+    assert _plan(_node(), {"before": before}, install_mode="userspace")["kernel_headers"] == ""
+
+
+def test_packages_of_the_branch_left_off_the_pin_after_the_install_are_named() -> None:
+    after = [f"nvidia-driver {VERSION}-1", "libcuda1 570.1-1", "nvidia-kernel-open-dkms 1:580.126.09-1"]
+    # A release with an epoch (1:580.126.09-1) is the pin's: only a bare NNN.… release is judged.
+    assert _plan(_node(), {"installed": after})["off_pin"] == ["libcuda1 570.1-1"]
+    assert _plan(_node(), {"installed": [f"nvidia-driver {VERSION}-1"]})["off_pin"] == []
+
+
+def test_the_installed_release_is_the_first_pinned_package_s_without_epoch_and_revision() -> None:
+    assert _plan(_node(installed={"nvidia-driver": "1:570.172.08-1"}))["installed_release"] == "570.172.08"
+    assert _plan(_node(installed={}))["installed_release"] == "none"

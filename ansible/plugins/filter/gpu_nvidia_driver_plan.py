@@ -1,10 +1,9 @@
 """Filters: what gpu_nvidia_driver's pins name on a node's OS, and what a converge of the role would change.
 
-`gpu_nvidia_driver_names` needs no node state (packages per naming shape, NVIDIA's repository, the files the
-role writes, the node read, the input checks); `gpu_nvidia_driver_plan` adds the node state and says which
-steps are pending. Each step is the `when` the role's tasks carry in vars/main.yml's Jinja
-(tests/ansible/test_gpu_nvidia_driver_plan.py). The role does not call them yet: its vars/main.yml is wired to
-them in a later change, as gpu_dcgm's is to gpu_dcgm_plan.
+`gpu_nvidia_driver_repository` names NVIDIA's repository for the node's OS (the role's defaults take the
+source, naming and URL from it); `gpu_nvidia_driver_names` needs no node state (packages per naming shape, the
+files the role writes, the node read, the input checks); `gpu_nvidia_driver_plan` adds the node state and says
+which steps are pending. The role's vars/main.yml only gathers their inputs; its tasks' `when`s read the plan.
 """
 
 from __future__ import annotations
@@ -92,17 +91,33 @@ def _family(facts: dict[str, Any]) -> str:
     return "redhat" if facts["os_family"] == "RedHat" else "ubuntu"
 
 
-def _repo_url(inputs: dict[str, Any], family: str) -> str:
-    """NVIDIA's CUDA repository (or the mirror) for this distribution and architecture."""
+def gpu_nvidia_driver_repository(inputs: dict[str, Any]) -> dict[str, Any]:
+    """NVIDIA's CUDA repository for the node's OS (family, distro, arch, url, key file), the defaults it sets.
+
+    inputs: facts, install_mode, package_mirror. Separate from the names: the role's defaults for the source,
+    the apt naming and the repository URL come from here, and the names take those (perhaps overridden) back.
+    """
     facts = inputs["facts"]
+    family = _family(facts)
     release = (
         str(facts["distribution_version"]).replace(".", "")
         if family == "ubuntu"
-        else facts["distribution_major_version"]
+        else str(facts["distribution_major_version"])
     )
-    arch = "sbsa" if facts["architecture"] == "aarch64" else facts["architecture"]
+    distro = FAMILIES[family]["repo_prefix"] + release
+    arch = "sbsa" if facts["architecture"] == "aarch64" else str(facts["architecture"])
     base = re.sub("/+$", "", str(inputs.get("package_mirror") or "") or DEFAULT_MIRROR)
-    return f"{base}/{FAMILIES[family]['repo_prefix']}{release}/{arch}/"
+    userspace_debian = facts["distribution"] == "Debian" and inputs["install_mode"] != "full"
+    return {
+        "family": family,
+        "distro": distro,
+        "arch": arch,
+        "url": f"{base}/{distro}/{arch}/",
+        "key_file": FAMILIES[family]["key_file"],
+        # Debian 12 userspace without a mirror keeps Debian's own non-free tools (the role's README).
+        "default_source": "debian" if userspace_debian and not inputs.get("package_mirror") else "nvidia",
+        "naming": "debian" if facts["distribution"] == "Debian" else "ubuntu",
+    }
 
 
 def _apt_packages(inputs: dict[str, Any], naming: str) -> list[str]:
@@ -183,7 +198,7 @@ def gpu_nvidia_driver_names(inputs: dict[str, Any]) -> dict[str, Any]:
     full = inputs["install_mode"] == "full"
     naming = str(inputs.get("apt_naming") or FAMILIES[family]["naming"])
     branch = str(inputs["branch"])
-    repo_url = _repo_url(inputs, family)
+    repository = gpu_nvidia_driver_repository(inputs)
     apt_packages = _apt_packages(inputs, naming) if family != "redhat" else []
     redhat = _redhat_packages(inputs)
     kernel = re.escape(str(facts["kernel"]))
@@ -192,13 +207,9 @@ def gpu_nvidia_driver_names(inputs: dict[str, Any]) -> dict[str, Any]:
         "family": family,
         "full": full,
         "open": inputs["kernel_modules"] == "open",
-        "default_source": (
-            "debian"
-            if facts["distribution"] == "Debian" and not full and not inputs.get("package_mirror")
-            else "nvidia"
-        ),
-        "repo_url": repo_url,
-        "repo_key_file": FAMILIES[family]["key_file"],
+        "default_source": repository["default_source"],
+        "repo_url": repository["url"],
+        "repo_key_file": repository["key_file"],
         "apt_packages": apt_packages,
         "redhat_packages": redhat,
         "redhat_userspace_packages": REDHAT_USERSPACE,
@@ -214,6 +225,7 @@ def gpu_nvidia_driver_names(inputs: dict[str, Any]) -> dict[str, Any]:
         "apt_sources": APT_SOURCES,
         "apt_preferences": APT_PREFERENCES,
         "unattended_conf": UNATTENDED_CONF,
+        "pin_file": PIN_FILE,
         "module_dirs": MODULE_DIRS,
         "read": {
             "packages": True,
@@ -304,6 +316,47 @@ def _apt_steps(
     }
 
 
+def _release(state: dict[str, Any], pinned: list[str]) -> str:
+    """The driver release installed now (of the first pinned package, without epoch and revision), or none."""
+    found = str((state.get("versions") or {}).get(pinned[0], "none")) if pinned else "none"
+    return re.sub("-[^-]*$", "", re.sub("^[0-9]+:", "", found))
+
+
+def _versions(lines: Any) -> dict[str, str]:
+    """dpkg-query's "<package> <version>" lines as a dict."""
+    return dict(str(line).split(" ", 1) for line in lines or [] if " " in str(line))
+
+
+def _off_pin(versions: dict[str, str], branch_regex: str, version: str) -> list[str]:
+    """Installed packages of the branch (a driver release: NNN.…) at another release than the pin."""
+    return [
+        f"{name} {found}"
+        for name, found in versions.items()
+        if re.match(branch_regex, name)
+        and re.match(r"^[0-9]{3}[.]", found)
+        and not re.match(re.escape(version) + "-", found)
+    ]
+
+
+def _apt_install(inputs: dict[str, Any], names: dict[str, Any], before: dict[str, str]) -> dict[str, Any]:
+    """What install_apt_packages.yml asks apt for, from dpkg-query before the install.
+
+    The packages of the pin plus installed branch packages of another release, all at =<version>-*; the
+    running kernel's headers (at the installed image's version) where DKMS needs them and they are missing.
+    """
+    version, kernel = str(inputs["version"]), str(inputs["facts"]["kernel"])
+    off = [line.split(" ")[0] for line in _off_pin(before, names["branch_regex"], version)]
+    wanted = list(dict.fromkeys([*names["apt_packages"], *off]))
+    headers = f"linux-headers-{kernel}"
+    image = before.get(f"linux-image-{kernel}", "")
+    return {
+        "apt_install": [f"{name}={version}-*" for name in wanted],
+        "kernel_headers": (headers + (f"={image}" if image else ""))
+        if names["full"] and headers not in before
+        else "",
+    }
+
+
 def gpu_nvidia_driver_plan(
     inputs: dict[str, Any],
     state: dict[str, Any],
@@ -313,7 +366,8 @@ def gpu_nvidia_driver_plan(
     """Steps: reboot slot, install (its path's steps), kernel modules, nvidia-peermem; the GPUDirect RDMA way.
 
     bodies: the files' text as the role writes it (sources, preferences, unattended, blacklist). after: this
-    run's `installed` (dpkg-query lines after the install) and `peermem_rc` (modinfo's exit status).
+    run's answers: `before` and `installed` (dpkg-query lines before and after the install), `peermem_rc`
+    (modinfo's exit status); None where the step did not run.
     """
     names = gpu_nvidia_driver_names(inputs)
     after = after or {}
@@ -362,15 +416,19 @@ def gpu_nvidia_driver_plan(
         "blacklist": blacklist,
         "peermem_probe": peermem_probe,
         "gpudirect": _gpudirect(inputs, full, after.get("peermem_rc")),
+        **_apt_install(inputs, names, _versions(after.get("before"))),
+        "off_pin": _off_pin(_versions(lines), names["branch_regex"], str(inputs["version"])),
+        "installed_release": _release(state, names["pinned_packages"]),
     }
 
 
 class FilterModule:
-    """gpucluster.cluster.gpu_nvidia_driver_names and gpu_nvidia_driver_plan."""
+    """gpucluster.cluster.gpu_nvidia_driver_repository, gpu_nvidia_driver_names and gpu_nvidia_driver_plan."""
 
     def filters(self) -> dict[str, Any]:
         """The filters this plugin provides."""
         return {
+            "gpu_nvidia_driver_repository": gpu_nvidia_driver_repository,
             "gpu_nvidia_driver_names": gpu_nvidia_driver_names,
             "gpu_nvidia_driver_plan": gpu_nvidia_driver_plan,
         }
