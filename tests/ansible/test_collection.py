@@ -338,6 +338,22 @@ def test_role_readme_is_generated_from_its_argument_specs(role: Path) -> None:
     assert all(f"\n| `{name}` |" in text for name in spec["options"])
 
 
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_argument_spec_defaults_are_the_role_s_defaults(role: Path) -> None:
+    """Ansible templates the spec's defaults when it validates a role's arguments: a default the role's
+    defaults/main.yml does not hold documents another value, or names a variable that is gone."""
+    defaults_file = role / "defaults" / "main.yml"
+    defaults = yaml.safe_load(defaults_file.read_text()) if defaults_file.exists() else {}
+    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    for entry_point, spec in specs.items():
+        for name, option in (spec.get("options") or {}).items():
+            if "default" in option:
+                assert name in (defaults or {}), (
+                    f"{role.name} {entry_point}: {name} has no defaults/main.yml value"
+                )
+                assert option["default"] == defaults[name], f"{role.name} {entry_point}: {name}"
+
+
 def test_collection_readme_lists_every_role() -> None:
     path = COLLECTION / "README.md"
     assert path.read_text(encoding="utf-8") == role_readmes.collection_readme(), (

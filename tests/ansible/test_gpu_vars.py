@@ -10,7 +10,7 @@ import yaml
 
 from gpucluster.ansible_vars import inventory
 from gpucluster.clusterfile import Cluster, load_text
-from tests.ansible.role_vars import role_expression
+from tests.ansible.role_vars import DEBIAN, role_expression
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "clusters" / "example.yaml"
@@ -140,52 +140,14 @@ def test_the_rdma_stack_reaches_the_driver_role() -> None:
     assert host["gpu_nvidia_driver_rdma_stack"] == "doca-ofed"
 
 
-# The driver role's own expressions (defaults and vars), rendered by Ansible's templar with a node's facts.
-_DRIVER = ROOT / "ansible" / "roles" / "gpu_nvidia_driver"
-_NODE_FACTS = {
-    "distribution": "Debian",
-    "os_family": "Debian",
-    "distribution_major_version": "12",
-    "distribution_version": "12.11",
-    "distribution_release": "bookworm",
-    "architecture": "x86_64",
-    "kernel": "6.1.0-37-amd64",
-}
-_FACTS = {
-    "ansible_facts": _NODE_FACTS,
-    "gpu_nvidia_driver_install_mode": "full",
-    "gpu_nvidia_driver_peermem": True,
-}
-
-
-def _trusted(value: Any) -> Any:
-    from ansible.template import trust_as_template
-
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trusted(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _trusted(item) for key, item in value.items()}
-    return value
+# The driver role's own expressions (defaults and vars, the plan filter they call), rendered by Ansible's
+# templar with a node's facts: what the role's tasks read.
+_NODE_FACTS = {**DEBIAN, "kernel": "6.1.0-37-amd64"}
+_FULL = {"gpu_nvidia_driver_install_mode": "full", "gpu_nvidia_driver_peermem": True, "hostvars": {}}
 
 
 def _driver(expression: str, **overrides: Any) -> Any:
-    return _role_expression(_DRIVER, expression, **overrides)
-
-
-def _role_expression(role_dir: Any, expression: str, **overrides: Any) -> Any:
-    """One expression over a role's defaults and vars, rendered by Ansible's templar with a node's facts."""
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
-
-    loader = DataLoader()
-    role = {
-        **loader.load_from_file(str(role_dir / "defaults/main.yml")),
-        **loader.load_from_file(str(role_dir / "vars/main.yml")),
-    }
-    variables = {**_trusted(role), **_FACTS, **overrides}
-    return Templar(loader=loader, variables=variables).template(trust_as_template("{{ " + expression + " }}"))
+    return role_expression("gpu_nvidia_driver", expression, facts=_NODE_FACTS, **{**_FULL, **overrides})
 
 
 @pytest.mark.parametrize(
@@ -216,13 +178,13 @@ def _role_expression(role_dir: Any, expression: str, **overrides: Any) -> Any:
 def test_gpudirect_rdma_uses_peermem_only_where_it_loads_else_dmabuf(
     overrides: dict[str, Any], expected: str
 ) -> None:
-    assert _driver("__gpu_nvidia_driver_gpudirect", **overrides) == expected
+    assert _driver("__gpu_nvidia_driver_plan.gpudirect", **overrides) == expected
 
 
 def test_both_naming_shapes_ask_for_the_open_driver_and_fabric_manager() -> None:
-    debian = _driver("__gpu_nvidia_driver_apt_packages", gpu_nvidia_driver_nvswitch=True)
+    debian = _driver("__gpu_nvidia_driver_names.apt_packages", gpu_nvidia_driver_nvswitch=True)
     ubuntu = _driver(
-        "__gpu_nvidia_driver_apt_packages",
+        "__gpu_nvidia_driver_names.apt_packages",
         gpu_nvidia_driver_nvswitch=True,
         gpu_nvidia_driver_apt_naming="ubuntu",
     )
@@ -231,8 +193,10 @@ def test_both_naming_shapes_ask_for_the_open_driver_and_fabric_manager() -> None
 
 
 def test_the_branch_pattern_holds_the_branch_and_nothing_of_the_rest_of_the_stack() -> None:
-    debian = re.compile(_driver("__gpu_nvidia_driver_branch_regex"))
-    ubuntu = re.compile(_driver("__gpu_nvidia_driver_branch_regex", gpu_nvidia_driver_apt_naming="ubuntu"))
+    debian = re.compile(_driver("__gpu_nvidia_driver_names.branch_regex"))
+    ubuntu = re.compile(
+        _driver("__gpu_nvidia_driver_names.branch_regex", gpu_nvidia_driver_apt_naming="ubuntu")
+    )
     for name in (
         "nvidia-driver",
         "libcuda1",
@@ -271,7 +235,7 @@ def test_debian_userspace_without_a_mirror_keeps_debian_tools_and_says_so() -> N
 
 
 def test_the_running_kernel_is_held_with_the_driver() -> None:
-    kernel = re.compile(_driver("__gpu_nvidia_driver_kernel_regex"))
+    kernel = re.compile(_driver("__gpu_nvidia_driver_names.kernel_regex"))
     for name in (
         "linux-image-6.1.0-37-amd64",
         "linux-headers-6.1.0-37-amd64",
@@ -280,6 +244,69 @@ def test_the_running_kernel_is_held_with_the_driver() -> None:
     ):
         assert kernel.match(name), name
     assert not kernel.match("linux-image-6.1.0-38-amd64") and not kernel.match("linux-libc-dev")
+
+
+# The text converged nodes already hold (the role wrote it from vars/main.yml before the bodies moved to
+# templates/): a changed byte would rewrite the file, and restart or reboot what reads it, on every node.
+_DRIVER_FILES = {
+    "sources": (
+        "# Managed by Ansible (role gpu_nvidia_driver): NVIDIA's CUDA repository (or its mirror).\n"
+        "Types: deb\nURIs: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/\n"
+        "Suites: /\nSigned-By: /etc/apt/keyrings/cuda.asc\n"
+    ),
+    "preferences": (
+        "# Managed by Ansible (role gpu_nvidia_driver): driver 580.126.09 as pinned in the cluster file.\n"
+        "Package: /^(nvidia-.*|libnvidia.*|libcuda1|libcudadebug1|libnvcuvid1|libnvoptix1|libgl1-nvidia-.*"
+        "|libglx-nvidia.*|libegl-nvidia.*|libgles-nvidia.*|firmware-nvidia-.*|xserver-xorg-video-nvidia.*"
+        "|cuda-drivers.*)$/\nPin: version 580.126.09-*\nPin-Priority: 1001\n"
+    ),
+    "unattended": (
+        "// Managed by Ansible (role gpu_nvidia_driver): the NVIDIA stack and the kernel move only with the"
+        " cluster file's pins.\nUnattended-Upgrade::Package-Blacklist {\n"
+        + "".join(
+            f'    "{prefix}";\n'
+            for prefix in (
+                *("nvidia-", "libnvidia-", "libcuda", "cuda-", "libnccl", "datacenter-gpu-manager"),
+                *("linux-image-", "linux-headers-", "linux-modules-"),
+            )
+        )
+        + "};\n"
+    ),
+    "blacklist": (
+        "# Managed by Ansible (role gpu_nvidia_driver); do not edit.\n"
+        "blacklist nouveau\noptions nouveau modeset=0\n"
+    ),
+    "peermem": (
+        "# Managed by Ansible (role gpu_nvidia_driver): GPUDirect RDMA through nvidia-peermem (rdma-core).\n"
+        "nvidia-peermem\n"
+    ),
+}
+_DRIVER_UNITS = [
+    (
+        "/etc/systemd/system/gpucluster-driver-check.service",
+        "# Managed by Ansible (role gpu_nvidia_driver); do not edit.\n[Unit]\n"
+        "Description=gpucluster: the loaded NVIDIA driver is the pinned release before slurmd starts\n"
+        "Wants=network-online.target\nAfter=network-online.target munge.service nvidia-persistenced.service\n"
+        "Before=slurmd.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+        "ExecStart=/opt/gpucluster/bin/gpucluster-driver-check\n\n[Install]\nWantedBy=multi-user.target\n",
+    ),
+    (
+        "/etc/systemd/system/slurmd.service.d/gpucluster-driver-check.conf",
+        "# Managed by Ansible (role gpu_nvidia_driver); do not edit."
+        " slurmd starts only after the check passed.\n"
+        "[Unit]\nRequires=gpucluster-driver-check.service\nAfter=gpucluster-driver-check.service\n",
+    ),
+]
+
+
+def test_the_driver_role_s_files_keep_the_text_converged_nodes_hold() -> None:
+    assert _driver("__gpu_nvidia_driver_bodies") == _DRIVER_FILES
+    units = _driver("__gpu_nvidia_driver_boot_check_units")
+    assert [(unit["path"], unit["text"]) for unit in units] == _DRIVER_UNITS
+    assert _driver("__gpu_nvidia_driver_reboot_marker") == (
+        "gpucluster: NVIDIA driver 580.126.09 (or the nouveau blacklist) changed;"
+        " reboot (drained) to load it.\n"
+    )
 
 
 ALL_COMPONENTS = "main contrib non-free non-free-firmware"
@@ -298,17 +325,16 @@ def test_the_sources_the_driver_role_rewrites_are_this_releases_lacking_a_compon
         "/etc/apt/sources.list": "deb http://mirror.example/debian bookworm main\n",
     }
     state = {"texts": texts}
-    to_fix = _driver(
-        "__gpu_nvidia_driver_deb822_to_fix | map(attribute='key') | list", __gpu_nvidia_driver_state=state
-    )
+    to_fix = _driver("__gpu_nvidia_driver_plan.deb822_to_fix", gpu_nvidia_driver_node_state=state)
     assert to_fix == ["/etc/apt/sources.list.d/debian.sources"]
-    assert _driver("__gpu_nvidia_driver_sources_list_to_fix", __gpu_nvidia_driver_state=state) is True
+    assert _driver("__gpu_nvidia_driver_plan.sources_list_to_fix", gpu_nvidia_driver_node_state=state) is True
     done = {
         **texts,
         "/etc/apt/sources.list": f"deb http://mirror.example/debian bookworm {ALL_COMPONENTS}\n",
     }
     assert (
-        _driver("__gpu_nvidia_driver_sources_list_to_fix", __gpu_nvidia_driver_state={"texts": done}) is False
+        _driver("__gpu_nvidia_driver_plan.sources_list_to_fix", gpu_nvidia_driver_node_state={"texts": done})
+        is False
     )
 
 
