@@ -2,8 +2,8 @@
 
 A rack_then_cloud job starts in the rack partition (job_submit.lua). It is widened to the rack and the
 cloud partition once its expected wait (submit to expected rack start, or its age when the scheduler has
-no plan for it yet) passes its class's threshold, unless the rack starts it sooner than a cloud node could
-boot, or its class is at its cloud-node cap or has spent its budget share this month. Oldest first, so a
+no plan for it yet or its plan is stale) passes its class's threshold, unless the rack starts it sooner
+than a cloud node could boot, or its class is at its cloud-node cap or has spent its budget share this month. Oldest first, so a
 cap goes to the jobs that waited longest.
 """
 
@@ -108,7 +108,8 @@ def _decide_one(
         return made("wait", f"no rack start planned yet; pending {minutes(age)} of {minutes(threshold)}")
     if wait is not None and wait <= threshold and age <= threshold:
         return made("wait", f"the rack starts it within {minutes(threshold)}")
-    if job.start is not None and job.start - now < config.cloud_boot_s:
+    # A plan older than a pass is stale (the backfill scheduler renews the plans it keeps): the age decides.
+    if job.start is not None and -config.interval_s <= job.start - now < config.cloud_boot_s:
         return made("wait", f"the rack starts it in {minutes(job.start - now)}, before a cloud node boots")
     cap = job_class.max_cloud_nodes
     if cap is not None and held + job.nodes > cap:

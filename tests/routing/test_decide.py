@@ -87,3 +87,17 @@ def test_the_threshold_is_strict(config: RoutingConfig) -> None:
         "1|PENDING|rack|research|normal|2026-11-02T09:00:00|2026-11-02T10:31:00|1|Resources|\n"
     )
     assert decide(config, [later], {}, at("09:01"))[0].action == "widen"
+
+
+def test_a_stale_plan_does_not_hold_a_job_forever(config: RoutingConfig) -> None:
+    # Planned for 09:00 and still pending at 10:00: the plan is stale, and pending 3 h is over 90 minutes.
+    (job,) = parse_text(
+        "1|PENDING|rack|research|normal|2026-11-02T07:00:00|2026-11-02T09:00:00|1|Resources|\n"
+    )
+    (decision,) = decide(config, [job], {}, NOW)
+    assert (decision.action, decision.expected_wait_s) == ("widen", 3 * 3600)
+    # A plan for this very pass is not stale: the rack is about to start it.
+    (due,) = parse_text(
+        "1|PENDING|rack|research|normal|2026-11-02T07:00:00|2026-11-02T09:59:30|1|Resources|\n"
+    )
+    assert decide(config, [due], {}, NOW)[0].action == "wait"
