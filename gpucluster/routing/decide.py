@@ -3,8 +3,8 @@
 A rack_then_cloud job starts in the rack partition (job_submit.lua). It is widened to the rack and the
 cloud partition once its expected wait (submit to expected rack start, or its age when the scheduler has
 no plan for it yet or its plan is stale) passes its class's threshold, unless the rack starts it sooner
-than a cloud node could boot, or its class is at its cloud-node cap or has spent its budget share this month. Oldest first, so a
-cap goes to the jobs that waited longest.
+than a cloud node could boot, or its class is at its cloud-node cap or has spent its budget share this
+month. Oldest first, so a cap goes to the jobs that waited longest.
 """
 
 from __future__ import annotations
