@@ -103,6 +103,7 @@ bench: install  ## benchmarks: figures and ratios, no pass/fail
 	$(BIN)/python bench/validate.py
 	$(BIN)/python bench/synth.py
 	$(BIN)/python bench/review.py
+	$(BIN)/python bench/routing.py
 	$(BIN)/python bench/rack.py
 	$(BIN)/python bench/burst.py --rack
 

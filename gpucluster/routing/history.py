@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from gpucluster.cost.utilization import elapsed_s, gpus_in_tres
 from gpucluster.routing.classify import classify
 from gpucluster.routing.config import RoutingConfig
 from gpucluster.routing.squeue import epoch
+from gpucluster.sacct_fields import elapsed_s, gpus_in_tres
 
 # Comment last: it is free text and may hold the separator. It is stored only with
 # AccountingStoreFlags=job_comment (slurm.conf sets it when the cluster file has a routing section).
