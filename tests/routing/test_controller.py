@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from gpucluster.routing.config import RoutingConfig
 from gpucluster.routing.controller import Commands, main, month_start, run_pass
+from tests.conftest import ROOT
 from tests.routing.conftest import at, without_budgets
 
 SAMPLES = Path(__file__).parent / "samples"
@@ -92,3 +95,14 @@ def test_main_reports_a_failing_squeue(
     )
     assert main(["--config", str(path), "--squeue", squeue]) == 1
     assert "Unable to contact slurm controller" in capsys.readouterr().err
+
+
+def test_the_controller_imports_neither_the_cost_nor_the_cluster_file_model() -> None:
+    # A pass runs every minute: importing pydantic models it does not use tripled its time (bench/routing.py).
+    code = (
+        "import sys, gpucluster.routing.controller\n"
+        "heavy = [m for m in ('pydantic', 'gpucluster.clusterfile', 'gpucluster.cost') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.strip() == ""
