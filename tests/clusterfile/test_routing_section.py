@@ -122,3 +122,17 @@ def test_validate_exits_2_with_the_located_error(tmp_path: Any, capsys: pytest.C
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}:" in err and "routing.classes[1].after_wait_minutes" in err and "Traceback" not in err
+
+
+def test_show_prints_each_class_route() -> None:
+    from gpucluster.clusterfile import load
+    from gpucluster.show import summary
+
+    text = summary(load(ROOT / "clusters" / "example.yaml"))
+    assert "Routing (a pass every 60 s; other jobs: training):" in text
+    assert (
+        "  experiment: rack, then rack,od after 90 min, at most 4 cloud nodes, 50% of the budget"
+        " (accounts research)"
+    ) in text
+    assert "  eval: spot (accounts evals; QOS eval)" in text
+    assert "Routing" not in summary(load(ROOT / "clusters" / "cloud-only.yaml"))

@@ -91,3 +91,9 @@ def test_the_clock_is_local(config: RoutingConfig) -> None:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     (job,) = parse_text(f"1|PENDING|rack|research|normal|{stamp}|N/A|1|Priority|\n")
     assert abs(job.submit - time.time()) < 2
+
+
+def test_explain_a_job_already_widened(config: RoutingConfig) -> None:
+    (job,) = parse_text("7|PENDING|rack,od|research|normal|2026-11-02T07:00:00|N/A|2|Resources|\n")
+    lines = explain(config, "7", [job], {}, at("10:00"))
+    assert lines[-1] == "already widened to rack,od: it starts wherever nodes free up first"
