@@ -10,6 +10,7 @@ between passes: a controller restart loses nothing.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -37,7 +38,9 @@ class Commands:
 
 
 def _run(argv: Sequence[str]) -> str:
-    return subprocess.run(list(argv), check=True, capture_output=True, text=True).stdout
+    # ISO times whatever the caller's environment says: the parsers read 2026-11-02T10:00:00.
+    env = {**os.environ, "SLURM_TIME_FORMAT": "standard"}
+    return subprocess.run(list(argv), check=True, capture_output=True, text=True, env=env).stdout
 
 
 def read_queue(commands: Commands) -> list[QueuedJob]:

@@ -30,7 +30,7 @@ def slurm(tmp_path: Path) -> Commands:
     shutil.copy(SAMPLES / "squeue-running.txt", tmp_path / "running")
     squeue = _program(
         tmp_path / "squeue",
-        f'echo "$@" >> {tmp_path}/squeue.calls\n'
+        f'echo "$SLURM_TIME_FORMAT $@" >> {tmp_path}/squeue.calls\n'
         f'case "$*" in *--start*) cat {tmp_path}/pending ;; *) cat {tmp_path}/running ;; esac\n',
     )
     scontrol = _program(tmp_path / "scontrol", f'echo "$@" >> {tmp_path}/scontrol.calls\n')
@@ -45,15 +45,20 @@ def slurm(tmp_path: Path) -> Commands:
 
 
 def test_a_pass_widens_what_the_policy_says(
-    config: RoutingConfig, slurm: Commands, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    config: RoutingConfig,
+    slurm: Commands,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("SLURM_TIME_FORMAT", "relative")  # a login shell's setting must not reach the parsers
     unbudgeted = without_budgets(config)
     decisions = run_pass(unbudgeted, slurm, at("10:00"))
     assert [d.action for d in decisions] == ["widen", "cap", "wait", "wait", "wait"]
     assert (tmp_path / "scontrol.calls").read_text() == "update jobid=4101 partition=rack,od\n"
     assert not (tmp_path / "sacct.calls").exists()  # no class has a budget: no sacct call
     calls = (tmp_path / "squeue.calls").read_text().splitlines()
-    assert calls[0].startswith("--start --noheader --states=PENDING -o %i|%T|%P|")
+    assert calls[0].startswith("standard --start --noheader --states=PENDING -o %i|%T|%P|")
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "job 4101 class exp expected wait 3h00m: widen: over 1h30m: partition rack,od"
 
