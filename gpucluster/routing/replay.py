@@ -2,7 +2,7 @@
 
 Assumptions, stated in every report: the scheduler's plan was right (a job's expected rack start is the
 start accounting recorded) and the controller saw it at its first pass after submit; cloud capacity was
-there (a burst or cloud job waits one pass and a node's boot); jobs that stay on the rack keep their
+there (a cloud or spot job waits a node's boot, a burst one pass more); jobs that stay on the rack keep their
 recorded wait (the ones that left would have let some start sooner, so rack waits are an upper bound).
 A cloud job is billed per node for its run plus a boot and its partition's idle tail before power-down.
 """
@@ -69,7 +69,7 @@ def _routed(config: RoutingConfig, job_class: ClassConfig, job: PastJob) -> Plac
         return Placement(
             job, job_class.name, "rack", config.rack_partition, job.recorded_wait_s, "route rack"
         )
-    wait = config.interval_s + config.cloud_boot_s  # the job names the partition: a node boots for it
+    wait = config.cloud_boot_s  # job_submit.lua names the partition: Slurm resumes a node at once
     return Placement(
         job, job_class.name, job_class.route, job_class.first_partition, wait, f"route {job_class.route}"
     )
