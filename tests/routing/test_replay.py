@@ -8,7 +8,7 @@ a cloud job is billed per node for its run plus 10 min of boot and 10 min of idl
 - 5002: recorded wait 30 min: stays. 8 rack GPU-h.
 - 5003: 3 nodes, wait 3 h, seen at 01:01 while 5001 holds 2 of 4 nodes: capped, stays. 24 rack GPU-h.
 - 5004: 2 nodes, wait 2h30m, seen at 02:31 after 5001 ended: bursts. 16 GPU-h, 2 × 1h20m, $26.67.
-- 5005: an eval: job_submit.lua sends it to spot, where a node boots for it: it waits 10 min. 8 GPU-h, 1h20m, $5.33.
+- 5005: an eval, sent to spot by job_submit.lua: a node boots, it waits 10 min. 8 GPU-h, 1h20m, $5.33.
 - 5006: training: stays on the rack. 320 GPU-h. 5007 never started; 5008 (account ops) has no class.
 """
 
