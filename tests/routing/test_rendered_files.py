@@ -52,7 +52,7 @@ def test_job_submit_lua_header_is_a_lua_comment(files: dict[str, str]) -> None:
     assert '["research"] = "experiment"' in lua and 'local DEFAULT_CLASS = "training"' in lua
 
 
-@pytest.mark.skipif(LUAC is None, reason="luac is not installed (apt-get install lua5.4)")
+@pytest.mark.skipif(LUAC is None, reason="luac is not installed (make rack-deps installs lua5.4)")
 def test_job_submit_lua_compiles(files: dict[str, str], tmp_path: Path) -> None:
     script = tmp_path / "job_submit.lua"
     script.write_text(files["routing/job_submit.lua"])
@@ -75,7 +75,7 @@ CASES = [
 ]
 
 
-@pytest.mark.skipif(LUA is None, reason="lua is not installed (apt-get install lua5.4)")
+@pytest.mark.skipif(LUA is None, reason="lua is not installed (make rack-deps installs lua5.4)")
 @pytest.mark.parametrize("case", CASES)
 def test_job_submit_lua_routes_as_classify_does(
     files: dict[str, str], example: Cluster, tmp_path: Path, case: tuple[str, ...]
