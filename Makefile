@@ -11,7 +11,8 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # jsii runtime and the in-process synths of the test suite all run on it, so no end-of-life banner.
 export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 
-RACK_DEBS := mmdebstrap systemd-container apt-cacher-ng socat iproute2 openssh-client
+# lua5.4: tests/routing compiles and runs the rendered job_submit.lua (luac -p, lua).
+RACK_DEBS := mmdebstrap systemd-container apt-cacher-ng socat iproute2 openssh-client lua5.4
 N ?= 4
 
 .PHONY: help install rack-deps demo test lint unit synth render bench golden role-docs docs clean rack-up rack-down
@@ -103,6 +104,7 @@ bench: install  ## benchmarks: figures and ratios, no pass/fail
 	$(BIN)/python bench/validate.py
 	$(BIN)/python bench/synth.py
 	$(BIN)/python bench/review.py
+	$(BIN)/python bench/routing.py
 	$(BIN)/python bench/rack.py
 	$(BIN)/python bench/burst.py --rack
 

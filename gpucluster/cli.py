@@ -19,6 +19,7 @@ from gpucluster.cost.commands import add_verbs as add_cost_verbs
 from gpucluster.render import RenderError
 from gpucluster.render.output import write_tree
 from gpucluster.review.command import add_verbs as add_review_verbs
+from gpucluster.routing.commands import add_verbs as add_routing_verbs
 from gpucluster.show import summary
 
 
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_cost_verbs(verbs, DEFAULT_CLUSTER_FILE)
     add_review_verbs(verbs)
     add_accept_verbs(verbs)
+    add_routing_verbs(verbs, DEFAULT_CLUSTER_FILE)
     return parser
 
 

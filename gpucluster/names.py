@@ -79,6 +79,9 @@ POWER_REASON = "gpucluster: "  # starts every node reason the power programs set
 MAX_COUNT_REFUSAL = "group at max_count"
 POWER_BIN = "/opt/gpucluster/bin"  # the controller's virtual environment of the power programs
 POWER_CONFIG = "/etc/gpucluster/power.json"  # what the power programs know, rendered from the cluster file
+ROUTING_CONFIG = "/etc/gpucluster/routing.json"  # what the burst controller knows, rendered likewise
+ROUTING_UNIT = "gpucluster-routing"  # the burst controller's systemd service and timer
+ROUTING_TAG = "gpucluster-routing:"  # starts the admin comment job_submit.lua writes on each routed job
 
 
 def power_partition(group: str) -> str:

@@ -6,6 +6,7 @@ from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.load import Loaded
 from gpucluster.clusterfile.model import Cluster
+from gpucluster.clusterfile.model.routing import JobClass, RoutePartitions
 from gpucluster.clusterfile.nodes import NodeGroup, cloud_variants, node_groups
 from gpucluster.pins import pin_lines
 
@@ -34,6 +35,7 @@ def summary(loaded: Loaded) -> str:
     for partition in cluster.slurm.partitions:
         mark = " (default)" if partition.default else ""
         lines.append(f"  {partition.name}{mark}: {', '.join(partition.node_groups)}")
+    lines += _routing_lines(cluster)
     lines.append(f"Total: up to {_nodes(groups)} GPU nodes, {_gpus(groups)} GPUs")
     return "\n".join(lines)
 
@@ -80,3 +82,30 @@ def _cloud_lines(cluster: Cluster) -> list[str]:
             names = ", ".join(f"{'/'.join(v.instance_types)} as {compress(v.names)}" for v in variants)
             lines.append(f"  {'':<12} may launch {names}")
     return lines
+
+
+def _routing_lines(cluster: Cluster) -> list[str]:
+    """Each class's route and guards, and what recognises it (docs/routing.md)."""
+    routing = cluster.routing
+    if routing is None:
+        return []
+    others = routing.default_class or "as submitted"
+    lines = [f"Routing (a pass every {routing.interval_s} s; other jobs: {others}):"]
+    for job_class in routing.classes:
+        selectors = (("accounts", job_class.accounts), ("QOS", job_class.qos))
+        who = "; ".join(f"{name} {', '.join(words)}" for name, words in selectors if words)
+        lines.append(
+            f"  {job_class.name}: {_route(job_class, routing.partitions)} ({who or 'comment tag only'})"
+        )
+    return lines
+
+
+def _route(job_class: JobClass, parts: RoutePartitions) -> str:
+    if job_class.route != "rack_then_cloud":
+        return str(getattr(parts, job_class.route))
+    text = f"{parts.rack}, then {parts.rack},{parts.cloud} after {job_class.after_wait_minutes} min"
+    if job_class.max_cloud_nodes is not None:
+        text += f", at most {job_class.max_cloud_nodes} cloud nodes"
+    if job_class.budget_share is not None:
+        text += f", {job_class.budget_share:.0%} of the budget"
+    return text

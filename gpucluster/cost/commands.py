@@ -11,10 +11,11 @@ from pathlib import Path
 from gpucluster import exit_codes
 from gpucluster.cluster_input import load_cluster_file
 from gpucluster.clusterfile import Cluster, node_groups
-from gpucluster.cost.analysis import build_report
+from gpucluster.cost.analysis import CostReport, build_report
 from gpucluster.cost.checkpoint import CheckpointPlan, plan, write_time_s
 from gpucluster.cost.inputs import DEFAULT_RESTART_S, CostInputError, spot_plan
 from gpucluster.cost.report import as_json, as_markdown, as_table, spot_line
+from gpucluster.cost.routed import with_routing
 from gpucluster.cost.utilization import (
     SacctError,
     overall_utilization,
@@ -23,6 +24,11 @@ from gpucluster.cost.utilization import (
     utilization_by_partition,
     window_of,
 )
+from gpucluster.routing.config import from_cluster as routing_config
+from gpucluster.routing.history import SACCT_COMMAND as SACCT_ROUTING
+from gpucluster.routing.history import HistoryError, parse_history
+from gpucluster.routing.replay import replay
+from gpucluster.routing.summary import summarize
 
 
 def fraction(text: str) -> float:
@@ -83,6 +89,22 @@ def _sacct_utilization(cluster: Cluster, path: str) -> tuple[float, str]:
     return min(total, 1.0), f"sacct {path}, {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M}, all partitions"
 
 
+def _routed(report: CostReport, cluster: Cluster, source: str, history: str) -> CostReport:
+    """The report with the cloud rows of the routing policy replayed over a sacct history."""
+    if cluster.routing is None:
+        raise CostInputError(
+            source,
+            "routing",
+            "--routing-from needs a routing section",
+            "add one (docs/routing.md) or drop the flag",
+        )
+    config = routing_config(cluster)
+    summary = summarize(config, replay(config, parse_history(_read(history), history)))
+    if summary.window_hours <= 0:
+        raise HistoryError(f"{history}: no started jobs to replay; run `{SACCT_ROUTING}`")
+    return with_routing(report, cluster, config, summary, history)
+
+
 def _cluster_gpus(cluster: Cluster) -> int:
     return sum(g.max_nodes * g.gpu_count for g in node_groups(cluster))
 
@@ -95,7 +117,9 @@ def cmd_cost(args: argparse.Namespace) -> int:
         if args.utilization_from:
             utilization, origin = _sacct_utilization(cluster, args.utilization_from)
         report = build_report(cluster, args.file, utilization, origin, "daly" if args.daly else None)
-    except (CostInputError, SacctError) as exc:
+        if args.routing_from:
+            report = _routed(report, cluster, args.file, args.routing_from)
+    except (CostInputError, SacctError, HistoryError) as exc:
         print(exc, file=sys.stderr)
         return exit_codes.BAD_INPUT
     text = {"json": as_json, "markdown": as_markdown}.get(args.format, as_table)(report)
@@ -209,6 +233,11 @@ def _cost_options(sub: argparse.ArgumentParser) -> None:
     source = sub.add_mutually_exclusive_group()
     source.add_argument("--utilization", type=fraction, help="GPU utilization, 0.6 or 60%%")
     source.add_argument("--utilization-from", metavar="SACCT", help="sacct --parsable2 output file, or -")
+    sub.add_argument(
+        "--routing-from",
+        metavar="SACCT",
+        help="price the routing policy's cloud use by replaying this sacct history (see routing replay)",
+    )
     sub.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     sub.add_argument("--plot", metavar="FILE.png", help="write $/GPU-hour against utilization as a PNG")
     sub.add_argument("--daly", action="store_true", help="Daly's higher-order checkpoint interval")

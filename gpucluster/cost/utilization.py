@@ -7,20 +7,17 @@ only when slurm.conf lists it in AccountingStorageTRES.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import node_groups
+from gpucluster.sacct_fields import elapsed_s, gpus_in_tres
 
 REQUIRED_COLUMNS = ("JobID", "Partition", "AllocTRES", "Elapsed", "Start")
 SACCT_COMMAND = (
     "sacct --allusers --allocations --parsable2 -o JobID,Partition,AllocTRES,Elapsed,Start,End,State"
 )
-_ELAPSED = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
-_GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)(?=,|$)")
-_TYPED_GPU_TRES = re.compile(r"(?:^|,)gres/gpu:[^=,]+=(\d+)(?=,|$)")
 
 
 class SacctError(ValueError):
@@ -52,23 +49,6 @@ class PartitionUtilization:
         if self.available_gpu_hours <= 0:
             return 0.0
         return self.allocated_gpu_hours / self.available_gpu_hours
-
-
-def elapsed_s(text: str) -> float:
-    """Slurm's [D-][HH:]MM:SS elapsed time in seconds."""
-    match = _ELAPSED.match(text.strip())
-    if not match:
-        raise ValueError(f"not a Slurm elapsed time: {text!r}")
-    days, hours, minutes, seconds = match.groups()
-    return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
-
-
-def gpus_in_tres(tres: str) -> int:
-    """GPUs in an AllocTRES string: the gres/gpu=N total, else the sum of typed counts, else 0."""
-    match = _GPU_TRES.search(tres)
-    if match:
-        return int(match.group(1))
-    return sum(int(count) for count in _TYPED_GPU_TRES.findall(tres))
 
 
 def parse_sacct(text: str, source: str = "<sacct>") -> list[JobGpuTime]:

@@ -12,11 +12,19 @@ from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import NodeGroup, group_of_host, node_groups
 from gpucluster.cost.inputs import contract_interval_s
-from gpucluster.names import NODE_TAG, checkpoint_access_parameter, munge_key_parameter
+from gpucluster.names import (
+    NODE_TAG,
+    POWER_BIN,
+    ROUTING_CONFIG,
+    ROUTING_TAG,
+    checkpoint_access_parameter,
+    munge_key_parameter,
+)
 from gpucluster.power.config import from_cluster as power_config
 from gpucluster.render.context import onprem_hosts, slurm_context
 from gpucluster.render.fabric import fabric_context
 from gpucluster.render.node_files import BY_PATH, NODE_FILES, files_of
+from gpucluster.routing.config import from_cluster as routing_config
 
 Target = Literal["aws", "onprem"]
 # A link to the repository's templates/ (the one place they are edited); a built wheel carries a copy.
@@ -26,7 +34,8 @@ TEMPLATES_DIR: Final = Path(__file__).resolve().parent / "templates"
 SHARED_FILES: Final = tuple(f.path for f in files_of("shared"))
 ONPREM_FILES: Final = tuple(f.path for f in files_of("onprem"))
 GROUP_FILES: Final = tuple(f.path for f in files_of("group"))
-CONTROLLER_FILES: Final = tuple(f.path for f in files_of("controller"))
+POWER_FILES: Final = tuple(f.path for f in files_of("controller") if f.path.startswith("power/"))
+ROUTING_FILES: Final = tuple(f.path for f in files_of("controller") if f.path.startswith("routing/"))
 DESTINATIONS: Final = {f.path: f.label for f in NODE_FILES}
 
 
@@ -111,10 +120,19 @@ def _render_onprem(cluster: Cluster, source: str) -> dict[str, str]:
 
 
 def _render_controller(cluster: Cluster, source: str) -> dict[str, str]:
-    if cluster.aws is None or not cluster.aws.capacity:
-        return {}
-    context: dict[str, object] = {"power": power_config(cluster)}
-    return {path: _render_one(path, source, context) for path in CONTROLLER_FILES}
+    out: dict[str, str] = {}
+    if cluster.aws is not None and cluster.aws.capacity:
+        context: dict[str, object] = {"power": power_config(cluster)}
+        out.update({path: _render_one(path, source, context) for path in POWER_FILES})
+    if cluster.routing is not None:
+        routing = {
+            "routing": routing_config(cluster),
+            "tag": ROUTING_TAG,
+            "bin": POWER_BIN,
+            "config_path": ROUTING_CONFIG,
+        }
+        out.update({path: _render_one(path, source, routing) for path in ROUTING_FILES})
+    return out
 
 
 def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[str, str]) -> dict[str, str]:
@@ -148,4 +166,5 @@ def _render_one(path: str, source: str, context: dict[str, object]) -> str:
             f"template {path}.j2 is missing from {TEMPLATES_DIR}: the installation is incomplete;"
             " reinstall gpucluster (its wheel carries the templates)"
         ) from None
-    return template.render(**context, header=header(source, f"templates/{path}.j2"))
+    comment = BY_PATH[path].comment if path in BY_PATH else "#"
+    return template.render(**context, header=header(source, f"templates/{path}.j2", comment))

@@ -54,6 +54,7 @@ class NodeFile:
     # slurmctld serves it to configless slurmd (cloud nodes fetch it, never carry it):
     # https://slurm.schedmd.com/configless_slurm.html
     configless: bool = False
+    comment: str = "#"  # how the generated-file header comments itself out
 
     @property
     def label(self) -> str:
@@ -244,6 +245,42 @@ NODE_FILES: Final[tuple[NodeFile, ...]] = (
         _nothing,
         group="slurm",
         mode="0640",
+    ),
+    # Hybrid routing (clusters with a routing section only). slurmctld reloads job_submit.lua when its
+    # modification time changes, so a new version applies to the next submission without a reconfigure.
+    NodeFile(
+        "routing/job_submit.lua",
+        SLURM_ETC + "job_submit.lua",
+        "controller",
+        "slurm_controller",
+        _nothing,
+        comment="--",
+    ),
+    # The burst controller reads it at every pass.
+    NodeFile(
+        "routing/routing.json",
+        "/etc/gpucluster/routing.json",
+        "controller",
+        "slurm_controller",
+        _nothing,
+        group="slurm",
+        mode="0640",
+    ),
+    # systemd reads units at daemon-reload; the timer starts a new pass of the service, so a changed
+    # unit applies to the next pass once the role has reloaded systemd.
+    NodeFile(
+        "routing/gpucluster-routing.service",
+        "/etc/systemd/system/gpucluster-routing.service",
+        "controller",
+        "slurm_controller",
+        _nothing,
+    ),
+    NodeFile(
+        "routing/gpucluster-routing.timer",
+        "/etc/systemd/system/gpucluster-routing.timer",
+        "controller",
+        "slurm_controller",
+        _nothing,
     ),
 )
 BY_PATH: Final = {f.path: f for f in NODE_FILES}

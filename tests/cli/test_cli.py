@@ -110,7 +110,7 @@ def test_help_is_the_whole_map() -> None:
     result = _run("--help")
     assert result.returncode == 0
     expected = {"validate", "render", "show", "schema", "cost", "checkpoint-interval", "utilization"}
-    expected |= {"review", "accept"}
+    expected |= {"review", "accept", "routing"}
     listed = re.search(r"\{([a-z,-]+)\}", result.stdout)
     assert listed is not None and set(listed.group(1).split(",")) == expected
     for verb in expected:
@@ -120,6 +120,8 @@ def test_help_is_the_whole_map() -> None:
     accept = _run("accept", "--help")
     assert accept.returncode == 0
     assert "evaluate" in accept.stdout and "summarize" in accept.stdout
+    # routing's own steps are named on the top-level map too.
+    assert "`explain`" in result.stdout and "`replay`" in result.stdout
 
 
 def _warning_cluster(tmp_path: Path) -> Path:

@@ -61,7 +61,8 @@ def test_sample_parses_jobs_not_steps() -> None:
 
 def test_sample_utilization_by_hand(example: Cluster) -> None:
     gpus = partition_gpus(example)
-    assert gpus == {"rack": 64, "cloud": 96, "all": 160}
+    # od and spot are the routing section's partitions (4 p5-od × 8, 8 p5-spot × 8).
+    assert gpus == {"rack": 64, "cloud": 96, "all": 160, "od": 32, "spot": 64}
     rows = {r.partition: r for r in utilization_by_partition(parse_sacct(SAMPLE.read_text()), gpus, *DAY)}
     assert rows["rack"].allocated_gpu_hours == pytest.approx(472)
     assert rows["rack"].utilization == pytest.approx(472 / 1536)

@@ -66,9 +66,19 @@ def test_the_controller_writes_what_configless_nodes_fetch_and_the_power_configu
     example: Cluster,
 ) -> None:
     controller = {r["path"]: r for r in role_records("slurm_controller", render(example, "onprem"))}
-    assert set(controller) == {"slurm/gres.conf", "power/power.json"}
+    routing = {
+        "routing/job_submit.lua",
+        "routing/routing.json",
+        "routing/gpucluster-routing.service",
+        "routing/gpucluster-routing.timer",
+    }
+    assert set(controller) == {"slurm/gres.conf", "power/power.json", *routing}
     power = controller["power/power.json"]
     assert (power["dest"], power["group"], power["mode"]) == ("/etc/gpucluster/power.json", "slurm", "0640")
+    # job_submit.lua sits beside slurm.conf, where slurmctld looks for it.
+    assert controller["routing/job_submit.lua"]["dest"] == "/etc/slurm/job_submit.lua"
+    timer = controller["routing/gpucluster-routing.timer"]
+    assert timer["dest"] == "/etc/systemd/system/gpucluster-routing.timer"
     onprem_only = load(ROOT / "clusters" / "onprem-only.yaml").cluster
     assert [r["path"] for r in role_records("slurm_controller", render(onprem_only, "onprem"))] == [
         "slurm/gres.conf"

@@ -51,7 +51,12 @@ def test_each_role_runs_where_site_yml_puts_it_and_may_do_what_its_handlers_do(
     ctl = found["role slurm_controller"]
     assert sorted(ctl.hosts) == sorted(set(controller + groups["slurm_accounting"]))
     assert "restarts slurmdbd" in ctl.title and ctl.kind == "in-place"
-    assert "writes node files: /etc/slurm/gres.conf, /etc/gpucluster/power.json" in ctl.detail
+    # The example's routing section adds job_submit.lua, routing.json and the burst controller's units.
+    assert (
+        "writes node files: /etc/slurm/gres.conf, /etc/gpucluster/power.json, /etc/slurm/job_submit.lua,"
+        " /etc/gpucluster/routing.json, /etc/systemd/system/gpucluster-routing.service,"
+        " /etc/systemd/system/gpucluster-routing.timer"
+    ) in ctl.detail
     assert (
         found["role gpu_dcgm"].kind == "in-place" and "restarts nvidia-dcgm" in found["role gpu_dcgm"].title
     )

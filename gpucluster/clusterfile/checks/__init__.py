@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from gpucluster.clusterfile.checks import aws as checks_aws
 from gpucluster.clusterfile.checks import cluster as checks_cluster
 from gpucluster.clusterfile.checks import onprem as checks_onprem
+from gpucluster.clusterfile.checks import routing as checks_routing
 from gpucluster.clusterfile.checks import software as checks_software
 from gpucluster.clusterfile.findings import Finding
 from gpucluster.clusterfile.model import Cluster
@@ -46,6 +47,10 @@ RULES: tuple[Rule, ...] = (
     checks_cluster.at_most_one_default_partition,
     checks_cluster.economics_prices_name_known_types,
     checks_software.upstream_release_can_build,
+    checks_routing.class_names_unique,
+    checks_routing.selectors_unambiguous,
+    checks_routing.route_partitions_fit,
+    checks_routing.budget_share_has_budget,
 )
 
 

@@ -8,6 +8,7 @@ from gpucluster.clusterfile.model.aws import Aws
 from gpucluster.clusterfile.model.common import Name, Strict
 from gpucluster.clusterfile.model.economics import Economics
 from gpucluster.clusterfile.model.onprem import OnPrem
+from gpucluster.clusterfile.model.routing import Routing
 from gpucluster.clusterfile.model.software import Slurm, Versions
 
 
@@ -22,3 +23,4 @@ class Cluster(Strict):
     onprem: OnPrem | None = None
     aws: Aws | None = None
     economics: Economics = Economics()
+    routing: Routing | None = None
