@@ -22,6 +22,7 @@ from ansible_collections.gpucluster.cluster.plugins.plugin_utils.role_plan impor
     as_bool,
     as_int,
     failed_checks,
+    installed_names,
     matches,
     plan,
 )
@@ -327,15 +328,15 @@ def _versions(lines: Any) -> dict[str, str]:
     return dict(str(line).split(" ", 1) for line in lines or [] if " " in str(line))
 
 
-def _off_pin(versions: dict[str, str], branch_regex: str, version: str) -> list[str]:
+def _off_pin(versions: dict[str, str], branch_regex: str, version: str) -> dict[str, str]:
     """Installed packages of the branch (a driver release: NNN.…) at another release than the pin."""
-    return [
-        f"{name} {found}"
+    return {
+        name: found
         for name, found in versions.items()
         if re.match(branch_regex, name)
         and re.match(r"^[0-9]{3}[.]", found)
         and not re.match(re.escape(version) + "-", found)
-    ]
+    }
 
 
 def _apt_install(inputs: dict[str, Any], names: dict[str, Any], before: dict[str, str]) -> dict[str, Any]:
@@ -345,7 +346,7 @@ def _apt_install(inputs: dict[str, Any], names: dict[str, Any], before: dict[str
     running kernel's headers (at the installed image's version) where DKMS needs them and they are missing.
     """
     version, kernel = str(inputs["version"]), str(inputs["facts"]["kernel"])
-    off = [line.split(" ")[0] for line in _off_pin(before, names["branch_regex"], version)]
+    off = _off_pin(before, names["branch_regex"], version)
     wanted = list(dict.fromkeys([*names["apt_packages"], *off]))
     headers = f"linux-headers-{kernel}"
     image = before.get(f"linux-image-{kernel}", "")
@@ -372,10 +373,7 @@ def gpu_nvidia_driver_plan(
     names = gpu_nvidia_driver_names(inputs)
     after = after or {}
     family, full, source = names["family"], names["full"], inputs["source"]
-    lines = after.get("installed")
-    installed = (
-        [str(line).split(" ")[0] for line in lines] if lines is not None else list(state.get("installed", []))
-    )
+    installed = installed_names(state, after)
     sources = _debian_sources(inputs, state)
     sources_pending = family == "debian" and bool(sources["deb822_to_fix"] or sources["sources_list_to_fix"])
     apt = _apt_steps(inputs, names, state, bodies, installed)
@@ -417,7 +415,12 @@ def gpu_nvidia_driver_plan(
         "peermem_probe": peermem_probe,
         "gpudirect": _gpudirect(inputs, full, after.get("peermem_rc")),
         **_apt_install(inputs, names, _versions(after.get("before"))),
-        "off_pin": _off_pin(_versions(lines), names["branch_regex"], str(inputs["version"])),
+        "off_pin": [
+            f"{name} {found}"
+            for name, found in _off_pin(
+                _versions(after.get("installed")), names["branch_regex"], str(inputs["version"])
+            ).items()
+        ],
         "installed_release": _release(state, names["pinned_packages"]),
     }
 
