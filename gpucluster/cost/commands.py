@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from datetime import datetime
-from pathlib import Path
 
 from gpucluster import exit_codes
 from gpucluster.cluster_input import load_cluster_file
@@ -29,6 +28,7 @@ from gpucluster.routing.history import SACCT_COMMAND as SACCT_ROUTING
 from gpucluster.routing.history import HistoryError, parse_history
 from gpucluster.routing.replay import replay
 from gpucluster.routing.summary import summarize
+from gpucluster.text_input import UnreadableInputError, read_text
 
 
 def fraction(text: str) -> float:
@@ -64,17 +64,8 @@ def local_time(text: str) -> datetime:
     return value
 
 
-def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SacctError(f"{path}: cannot read: {exc}") from None
-
-
 def _sacct_utilization(cluster: Cluster, path: str) -> tuple[float, str]:
-    jobs = parse_sacct(_read(path), path)
+    jobs = parse_sacct(read_text(path), path)
     if not jobs:
         raise SacctError(
             f"{path}: no GPU allocations found; is AccountingStorageTRES=gres/gpu in slurm.conf?"
@@ -99,7 +90,7 @@ def _routed(report: CostReport, cluster: Cluster, source: str, history: str) -> 
             "add one (docs/routing.md) or drop the flag",
         )
     config = routing_config(cluster)
-    summary = summarize(config, replay(config, parse_history(_read(history), history)))
+    summary = summarize(config, replay(config, parse_history(read_text(history), history)))
     if summary.window_hours <= 0:
         raise HistoryError(f"{history}: no started jobs to replay; run `{SACCT_ROUTING}`")
     return with_routing(report, cluster, config, summary, history)
@@ -119,7 +110,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         report = build_report(cluster, args.file, utilization, origin, "daly" if args.daly else None)
         if args.routing_from:
             report = _routed(report, cluster, args.file, args.routing_from)
-    except (CostInputError, SacctError, HistoryError) as exc:
+    except (CostInputError, SacctError, HistoryError, UnreadableInputError) as exc:
         print(exc, file=sys.stderr)
         return exit_codes.BAD_INPUT
     text = {"json": as_json, "markdown": as_markdown}.get(args.format, as_table)(report)
@@ -186,14 +177,14 @@ def cmd_utilization(args: argparse.Namespace) -> int:
     """Allocated / available GPU-hours per partition from `sacct --parsable2` output."""
     try:
         cluster = load_cluster_file(args.file).cluster
-        jobs = parse_sacct(_read(args.sacct), args.sacct)
+        jobs = parse_sacct(read_text(args.sacct), args.sacct)
         if not jobs and (args.start is None or args.end is None):
             raise SacctError(f"{args.sacct}: no GPU allocations; is AccountingStorageTRES=gres/gpu set?")
         first, last = window_of(jobs) if jobs else (args.start, args.end)
         start, end = args.start or first, args.end or last
         if end <= start:
             raise SacctError(f"--start {start} must come before --end {end}")
-    except SacctError as exc:
+    except (SacctError, UnreadableInputError) as exc:
         print(exc, file=sys.stderr)
         return exit_codes.BAD_INPUT
     rows = utilization_by_partition(jobs, partition_gpus(cluster), start, end)

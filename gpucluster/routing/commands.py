@@ -6,7 +6,6 @@ import argparse
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from gpucluster import exit_codes
 from gpucluster.cluster_input import load_cluster_file
@@ -18,6 +17,7 @@ from gpucluster.routing.history import HistoryError, parse_history
 from gpucluster.routing.replay import replay
 from gpucluster.routing.squeue import SqueueError, parse_text
 from gpucluster.routing.summary import as_json, as_text, summarize
+from gpucluster.text_input import UnreadableInputError, read_text
 
 
 def routing_config(path: str) -> RoutingConfig:
@@ -31,22 +31,12 @@ def routing_config(path: str) -> RoutingConfig:
     return from_cluster(cluster)
 
 
-def read_text(path: str) -> str:
-    """A file's text, or stdin for `-`; HistoryError names an unreadable file."""
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HistoryError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay a sacct history through the routing policy: cloud GPU-hours, cost per route, waits."""
     config = routing_config(args.file)
     try:
         jobs = parse_history(read_text(args.sacct), args.sacct)
-    except HistoryError as exc:
+    except (HistoryError, UnreadableInputError) as exc:
         print(exc, file=sys.stderr)
         return exit_codes.BAD_INPUT
     summary = summarize(config, replay(config, jobs))
@@ -65,7 +55,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             commands = Commands(squeue=args.squeue, sacct=args.sacct)
             jobs, spend = read_queue(commands), read_spend(config, commands, now)
         lines = explain(config, args.job, jobs, spend, now)
-    except (HistoryError, SqueueError) as exc:
+    except (HistoryError, SqueueError, UnreadableInputError) as exc:
         print(exc, file=sys.stderr)
         return exit_codes.BAD_INPUT
     except NotQueuedError:
