@@ -10,11 +10,8 @@ from gpucluster.accept.admission import AWAITING_REASON
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.onprem import HardwareProfile, OnPrem
 from gpucluster.clusterfile.nodes import Node, NodeGroup, node_groups
+from gpucluster.names import MUNGE_UID, SLURM_UID
 from gpucluster.pins import pin_sources
-
-# Fixed ids so files on shared storage and munge credentials agree on every node.
-SLURM_UID = 64030
-MUNGE_UID = 64031
 
 
 @dataclass

@@ -81,6 +81,9 @@ POWER_BIN = "/opt/gpucluster/bin"  # the controller's virtual environment of the
 POWER_CONFIG = "/etc/gpucluster/power.json"  # what the power programs know, rendered from the cluster file
 ROUTING_CONFIG = "/etc/gpucluster/routing.json"  # what the burst controller knows, rendered likewise
 ROUTING_UNIT = "gpucluster-routing"  # the burst controller's systemd service and timer
+# Fixed ids so files on shared storage and munge credentials agree on every node (SlurmUser is slurm).
+SLURM_UID = 64030
+MUNGE_UID = 64031
 ROUTING_TAG = "gpucluster-routing:"  # starts the admin comment job_submit.lua writes on each routed job
 
 

@@ -42,6 +42,8 @@ GROUPS = ("p5-spot", "p5-od")
 MIXED = "p5-mix"
 BUCKET = "testrackc-checkpoints"  # the Checkpoints stack's bucket, made versioned in the emulated S3
 CHECKPOINT_INTERVAL_S = 10  # Young: sqrt(2 x 1 s write x 50 s between interruptions)
+ROUTING_CAP = 1  # the experiment class's max_cloud_nodes
+ROUTING_INTERVAL_S = 10  # a pass of the burst controller every 10 s, the shortest the cluster file allows
 
 
 @dataclass
@@ -67,6 +69,7 @@ def _cluster_file(rack: Rack) -> dict[str, Any]:
         {"name": "cloud", "node_groups": list(GROUPS)},
         {"name": "spot", "node_groups": ["p5-spot"]},
         {"name": "mixed", "node_groups": [MIXED]},
+        {"name": "od", "node_groups": ["p5-od"]},
     ]
     slurm["users"] = {"accounts": [{"name": USER, "uid": 2001}]}
     # Emulated p5 nodes are 2-core containers: register them as declared (test racks only).
@@ -108,8 +111,29 @@ def _cluster_file(rack: Rack) -> dict[str, Any]:
         "burst": {"unavailable_minutes": 2, "reconcile_seconds": 10},
         "checkpoint": {"prefix": "checkpoints", "encryption": "s3"},
     }
-    # A spot job here is interrupted every 50 s and writes its checkpoint in 1 s: a 10 s interval.
-    cluster["economics"] = {"spot_interruptions_per_day": 86400 / 50, "checkpoint_write_s": 1}
+    # A spot job here is interrupted every 50 s and writes its checkpoint in 1 s: a 10 s interval. An
+    # emulated cloud node registers within a minute.
+    cluster["economics"] = {
+        "spot_interruptions_per_day": 86400 / 50,
+        "checkpoint_write_s": 1,
+        "cloud_boot_minutes": 1,
+    }
+    # Hybrid routing with the field guides' policy scaled down: experiments burst after a minute, at most
+    # ROUTING_CAP cloud node; classes by comment tag only, so the other tests' jobs stay as submitted.
+    cluster["routing"] = {
+        "classes": [
+            {"name": "training", "route": "rack"},
+            {
+                "name": "experiment",
+                "route": "rack_then_cloud",
+                "after_wait_minutes": 1,
+                "max_cloud_nodes": ROUTING_CAP,
+            },
+            {"name": "eval", "route": "spot"},
+        ],
+        "partitions": {"rack": "debug", "cloud": "od", "spot": "spot"},
+        "interval_s": ROUTING_INTERVAL_S,
+    }
     return cluster
 
 

@@ -17,6 +17,7 @@ from gpucluster.names import (
     POWER_BIN,
     ROUTING_CONFIG,
     ROUTING_TAG,
+    SLURM_UID,
     checkpoint_access_parameter,
     munge_key_parameter,
 )
@@ -128,6 +129,7 @@ def _render_controller(cluster: Cluster, source: str) -> dict[str, str]:
         routing = {
             "routing": routing_config(cluster),
             "tag": ROUTING_TAG,
+            "slurm_uid": SLURM_UID,
             "bin": POWER_BIN,
             "config_path": ROUTING_CONFIG,
         }

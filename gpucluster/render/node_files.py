@@ -69,11 +69,14 @@ class NodeFile:
 
 # slurm.conf keys whose change needs slurmctld restarted, not `scontrol reconfigure`:
 # https://slurm.schedmd.com/scontrol.html#OPT_reconfigure
+# JobSubmitPlugins: older releases' reconfigure reloads the list only when the old and the new are both set
+# (src/slurmctld/job_submit.c, job_submit_plugin_reconfig), so adding the first plugin loaded nothing; a
+# restart loads it on every release.
 RESTART_KEYS: Final = frozenset({
     "AuthType", "AuthInfo", "ClusterName", "SlurmctldHost", "SlurmctldPort", "SlurmdPort", "SlurmUser",
     "SlurmdUser", "StateSaveLocation", "SlurmdSpoolDir", "SelectType", "SelectTypeParameters", "GresTypes",
     "ProctrackType", "TaskPlugin", "TopologyPlugin", "SwitchType", "AccountingStorageType",
-    "JobAcctGatherType", "TreeWidth", "CommunicationParameters", "MpiDefault",
+    "JobAcctGatherType", "TreeWidth", "CommunicationParameters", "MpiDefault", "JobSubmitPlugins",
 })  # fmt: skip
 # From 23.11 `scontrol reconfigure` restarts slurmctld in place, so nodes can be added or removed
 # without a restart: https://slurm.schedmd.com/archive/slurm-23.11.0/faq.html#add_nodes

@@ -6,11 +6,13 @@ import argparse
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from gpucluster import exit_codes
+from gpucluster import exit_codes, names
 from gpucluster.cluster_input import load_cluster_file
 from gpucluster.clusterfile import ClusterFileError, Finding
 from gpucluster.routing.config import RoutingConfig, from_cluster
+from gpucluster.routing.config import load as load_rendered
 from gpucluster.routing.controller import Commands, read_queue, read_spend
 from gpucluster.routing.explain import NotQueuedError, explain
 from gpucluster.routing.history import HistoryError, parse_history
@@ -44,9 +46,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return exit_codes.OK
 
 
+def rendered_config(path: str) -> RoutingConfig | None:
+    """The controller's routing.json (what the burst controller reads); None after printing why it cannot."""
+    try:
+        return load_rendered(Path(path))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        hint = "name the routing.json the controller's role wrote, or the cluster file with --file"
+        print(f"{path}: not a routing configuration ({exc}); {hint}", file=sys.stderr)
+        return None
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     """Why a job is where it is: its class, its route and the burst controller's decision now."""
-    config = routing_config(args.file)
+    config = rendered_config(args.config) if args.config else routing_config(args.file)
+    if config is None:
+        return exit_codes.BAD_INPUT
     now = time.time()
     try:
         if args.squeue_output:
@@ -81,6 +95,11 @@ def add_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser], defaul
     explain_parser.add_argument("--squeue-output", metavar="FILE", help="saved `squeue -o FORMAT` text, or -")
     explain_parser.add_argument("--squeue", default="squeue", help="squeue to run (default: on PATH)")
     explain_parser.add_argument("--sacct", default="sacct", help="sacct to run (default: on PATH)")
+    explain_parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"on the controller: its routing configuration ({names.ROUTING_CONFIG}) instead of --file",
+    )
     explain_parser.set_defaults(func=cmd_explain)
     replay_parser = sub.add_parser("replay", help=(cmd_replay.__doc__ or "").splitlines()[0])
     replay_parser.add_argument(

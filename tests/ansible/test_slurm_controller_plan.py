@@ -108,3 +108,59 @@ def test_the_power_programs_keep_their_paths() -> None:
         "/opt/gpucluster",
         "/var/cache/gpucluster/wheels",
     )
+
+
+ROUTED = {"gpucluster_cluster_file": "clusters/example.yaml", "inventory_hostname": "head01"}
+ROUTING_UNITS = ("/etc/systemd/system/gpucluster-routing.service", "/etc/systemd/system/gpucluster-routing.timer")
+
+
+def _converged_with(records: list[dict[str, Any]], **edited: str) -> dict[str, Any]:
+    """A converged controller holding every record's file, the texts in `edited` (dest: text) instead."""
+    files = {
+        record["dest"]: {
+            **file_entry(edited.get(record["dest"], record["content"]), mode=record["mode"]),
+            "owner": record["owner"],
+            "group": record["group"],
+        }
+        for record in records
+    }
+    state_dir = {**file_entry(kind="directory", mode="0700"), "owner": "slurm", "group": "slurm"}
+    config_dir = {**file_entry(kind="directory", mode="0750"), "group": "slurm"}
+    state = node_state(
+        files={STATE_DIR: state_dir, "/etc/gpucluster": config_dir, **files},
+        installed=dict.fromkeys(["slurmctld", "slurmdbd"], f"{PIN}-1"),
+        held=["slurmctld", "slurmdbd"],
+    )
+    state["texts"] = {record["dest"]: edited.get(record["dest"], record["content"]) for record in records}
+    return state
+
+
+def test_a_routing_section_brings_the_burst_controller_and_its_programs_even_without_power() -> None:
+    records: list[dict[str, Any]] = _expression("__slurm_controller_files", **ROUTED)
+    dests = {record["dest"] for record in records}
+    assert {"/etc/slurm/job_submit.lua", "/etc/gpucluster/routing.json", *ROUTING_UNITS} <= dests
+    names = _expression("__slurm_controller_names", slurm_controller_power_enabled=False, **ROUTED)
+    assert (names["routing"], names["programs"]) == (True, True)
+    plan = _plan(_converged_with(records), slurm_controller_power_enabled=False, **ROUTED)
+    assert (plan["pending"], plan["routing units"]) == ([], [])
+    # Without its directory, routing.json has nowhere to go: the directory is planned without power too.
+    missing_dir = _converged_with(records)
+    missing_dir["files"]["/etc/gpucluster"] = {"exists": False}
+    assert "config directory" in _plan(missing_dir, slurm_controller_power_enabled=False, **ROUTED)["pending"]
+
+
+def test_only_a_changed_unit_reloads_systemd_and_restarts_the_timer() -> None:
+    records: list[dict[str, Any]] = _expression("__slurm_controller_files", **ROUTED)
+    timer = ROUTING_UNITS[1]
+    old = next(record["content"] for record in records if record["dest"] == timer).replace("=60", "=120")
+    plan = _plan(_converged_with(records, **{timer: old}), **ROUTED)
+    assert (plan["pending"], plan["routing units"]) == (["node files", "routing units"], [timer])
+    lua = "/etc/slurm/job_submit.lua"
+    plan = _plan(_converged_with(records, **{lua: "-- by hand\n"}), **ROUTED)
+    assert ([change["dest"] for change in plan["node files"]], plan["routing units"]) == ([lua], [])
+
+
+def test_without_a_routing_section_no_burst_controller() -> None:
+    names = _expression("__slurm_controller_names")
+    assert (names["routing"], names["programs"]) == (False, False)
+    assert _plan(_controller())["routing units"] == []

@@ -24,6 +24,7 @@ from gpucluster_rack.burst_rack import (
     IDLE_S,
     MIXED,
     RACK,
+    ROUTING_CAP,
     USER,
     Burst,
     burst_rack,
@@ -239,6 +240,124 @@ def test_rack_first_and_burst_only_when_the_rack_is_full(burst: Burst) -> None:
     assert _job(burst, burst_job)["NodeList"].startswith("p5-spot-")
     _ctl(burst, f"scancel {filler}")
     _wait("powered down, no instance left", lambda: _all_powered_down(burst), IDLE_S + 180, burst)
+
+
+# ----------------------------------------------------------------------------------- hybrid routing
+# The rack's cluster file routes by comment tag (burst_rack.py): training → debug only, experiment → debug
+# and, after a minute's expected wait, debug,od (at most ROUTING_CAP cloud node), eval → spot.
+
+
+POWER_BIN = "/opt/gpucluster/bin"
+
+
+def _routing_log(burst: Burst, job: str) -> list[str]:
+    """The burst controller's decision lines about one job (its journal, every pass so far)."""
+    text = _ctl(burst, "journalctl -u gpucluster-routing --no-pager -o cat", check=False)
+    return [line for line in text.splitlines() if line.startswith(f"job {job} ")]
+
+
+def _routed(burst: Burst, tag: str, *options: str, wrap: str) -> str:
+    command = f"sbatch --parsable --comment=class={tag} {' '.join(options)} --wrap '{wrap}'"
+    return _as_user(burst, command).strip()
+
+
+def _admin_comment(burst: Burst, job: str) -> str:
+    # job_submit.lua's comment holds `key=value` words itself; it ends with asked=<partition>.
+    match = re.search(r"AdminComment=(.*? asked=\S+)", _ctl(burst, f"scontrol show job -o {job}"))
+    return match.group(1) if match else ""
+
+
+def _explain(burst: Burst, job: str) -> str:
+    """`gpucluster routing explain` on the controller, from the routing.json the burst controller reads."""
+    return _ctl(burst, f"{POWER_BIN}/gpucluster routing explain {job} --config /etc/gpucluster/routing.json")
+
+
+def _experiments_in_the_cloud(burst: Burst, jobs: list[str]) -> int:
+    """Experiment jobs that hold a cloud node: running in od, or pending and already widened to it."""
+    rows = _ctl(burst, f"squeue -h -j {','.join(jobs)} -o '%i %T %P'", check=False).splitlines()
+    return sum(1 for row in rows if "od" in row.split()[2].split(","))
+
+
+def test_routing_an_experiment_stays_on_the_rack_that_frees_up_within_its_threshold(burst: Burst) -> None:
+    assert _ctl(burst, "systemctl is-active gpucluster-routing.timer").strip() == "active"
+    train = _routed(burst, "training", "-N1 --exclusive --time=1", wrap="sleep 30")
+    _wait("the training job holds n1", lambda: _job(burst, train).get("JobState") == "RUNNING", 60, burst)
+    experiment = _routed(burst, "experiment", "-p od -N1", wrap="hostname")
+    assert "class=experiment route=rack_then_cloud first=debug by=comment asked=od" in _admin_comment(
+        burst, experiment
+    )
+    assert _job(burst, experiment)["Partition"] == "debug"
+    _wait(
+        "the experiment completed", lambda: _job(burst, experiment).get("JobState") == "COMPLETED", 120, burst
+    )
+    assert _job(burst, experiment)["NodeList"] == "n1" and _live_instances(burst) == {}
+    lines = _routing_log(burst, experiment)
+    assert lines and all(": wait: " in line for line in lines), lines
+
+
+def test_routing_bursts_an_experiment_sends_an_eval_to_spot_and_never_bursts_training(burst: Burst) -> None:
+    train = _routed(burst, "training", "-N1 --exclusive --time=10", wrap="sleep 600")
+    _wait("the training job holds n1", lambda: _job(burst, train).get("JobState") == "RUNNING", 60, burst)
+    # A training job that asks for on-demand cloud nodes is sent to the rack, and waits there.
+    queued = _routed(burst, "training", "-p od -N1", wrap="hostname")
+    evaluation = _routed(burst, "eval", "-p debug -N1", wrap="hostname")
+    experiment = _routed(burst, "experiment", "-N1", wrap="hostname")
+    assert _job(burst, queued)["Partition"] == "debug" and _job(burst, evaluation)["Partition"] == "spot"
+    for job in (evaluation, experiment):
+        _wait(
+            f"job {job} completed",
+            lambda job=job: _job(burst, job).get("JobState") == "COMPLETED",
+            300,
+            burst,
+        )
+    assert _job(burst, evaluation)["NodeList"].startswith("p5-spot-")
+    assert _job(burst, experiment)["NodeList"].startswith("p5-od-")
+    lines = _routing_log(burst, experiment)
+    widened = [i for i, line in enumerate(lines) if ": widen: " in line]
+    assert len(widened) == 1 and lines[widened[0]].endswith("partition debug,od"), lines
+    # It burst only past the one-minute threshold: the scheduler's plan put its rack start later than that
+    # (n1 is held for 10 minutes), or, with no plan yet, it waited the threshold out pass by pass.
+    planned = re.search(r"expected wait (?:(\d+)h)?(\d+)m", lines[widened[0]])
+    waited = lines[: widened[0]]
+    assert (planned and int(planned.group(1) or 0) * 60 + int(planned.group(2)) > 1) or (
+        waited and all(": wait: no rack start planned yet" in line for line in waited)
+    ), lines
+    assert _job(burst, queued)["JobState"] == "PENDING" and _job(burst, queued)["Partition"] == "debug"
+    assert _routing_log(burst, queued) == []
+    # Its user cannot move it past the policy; the partition stays the class's.
+    moved = _ctl(
+        burst,
+        f"su - {USER} -c 'scontrol update jobid={queued} partition=debug,od' 2>&1; echo rc=$?",
+        check=False,
+    )
+    assert "rc=0" not in moved and _job(burst, queued)["Partition"] == "debug", moved
+    explained = _explain(burst, queued)
+    assert "class training: its comment names class=training" in explained, explained
+    assert "route rack: job_submit.lua sends it to debug" in explained, explained
+
+    # A burst of 20 experiments while the rack stays busy: never more than the cap in the cloud.
+    burst_jobs = [_routed(burst, "experiment", "-N1", wrap="sleep 5") for _ in range(20)]
+    most = 0
+
+    def two_done() -> bool:
+        nonlocal most
+        most = max(most, _experiments_in_the_cloud(burst, burst_jobs))
+        on_demand = [node for node in _live_instances(burst).values() if node.startswith("p5-od-")]
+        assert len(on_demand) <= ROUTING_CAP, on_demand
+        done = [j for j in burst_jobs if _job(burst, j).get("JobState") == "COMPLETED"]
+        return len(done) >= 2
+
+    _wait("two of the burst's experiments completed in the cloud", two_done, 240, burst)
+    assert most == ROUTING_CAP
+    capped = [line for job in burst_jobs for line in _routing_log(burst, job) if ": cap: " in line]
+    assert capped and f"of {ROUTING_CAP} cloud nodes" in capped[0], capped
+    pending = next(j for j in burst_jobs if _job(burst, j).get("JobState") == "PENDING")
+    explained = _explain(burst, pending)
+    assert "class experiment: its comment names class=experiment" in explained, explained
+    assert "route rack_then_cloud" in explained, explained
+    _ctl(burst, f"scancel -u {USER}")
+    # Idle cloud nodes power down: the routing adds no idle setting of its own.
+    _wait("idle cloud nodes powered down", lambda: _all_powered_down(burst), IDLE_S + 180, burst)
 
 
 def test_no_spot_capacity_downs_the_spot_nodes_with_the_code_and_the_job_runs_on_demand(burst: Burst) -> None:

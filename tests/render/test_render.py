@@ -238,3 +238,17 @@ def test_a_declared_gpu_mix_gets_one_typed_line_per_model(example: Cluster) -> N
     assert "NodeName=p5-spot-h200-[1-8] Name=gpu Type=h200 File=/dev/nvidia[0-7]" in gres
     # One placement group: both models under the group's one leaf switch.
     assert "SwitchName=p5-spot Nodes=p5-spot-[1-8],p5-spot-h200-[1-8]" in files["slurm/topology.conf"]
+
+
+def test_adding_a_routing_section_restarts_slurmctld_to_load_the_job_submit_plugin(example: Cluster) -> None:
+    """A reconfigure leaves an empty JobSubmitPlugins list unloaded on older releases: restart, every version."""
+    from gpucluster.render.node_files import Action, Change, needs, slurm_conf_restart_reasons
+
+    assert example.routing is not None
+    new = render(example, "onprem")["slurm/slurm.conf"]
+    old = render(example.model_copy(update={"routing": None}), "onprem")["slurm/slurm.conf"]
+    assert "JobSubmitPlugins=lua" in new and "JobSubmitPlugins" not in old
+    for version in ("22.05.8", "25.11.6"):
+        change = Change(old=old, new=new, host="head01", slurm_version=version)
+        assert Action.SLURMCTLD_RESTART in needs("slurm/slurm.conf", change)
+        assert "changed JobSubmitPlugins" in slurm_conf_restart_reasons(change)[0]

@@ -44,6 +44,10 @@ def test_review_reads_a_base_with_the_old_package_layout(tmp_path: Path) -> None
         text,
     )
     assert "mixed_gpus" not in text
+    # The routing section came later too, and turning job_submit.lua on restarts slurmctld: leave it out.
+    before_routing, routing_on = text.split("\nrouting:\n", 1)
+    text = before_routing + "\n" + routing_on[routing_on.index("\neconomics:") + 1 :]
+    assert "\nrouting:" not in text
     (repo / EXAMPLE).write_text(text.replace('max_time: "2-00:00:00"', 'max_time: "1-00:00:00"', 1))
     result = review(repo, "main", cache_dir=tmp_path / "cache")  # head: the work tree, new layout
     findings = [f for c in result.clusters for f in c.findings]

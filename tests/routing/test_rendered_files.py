@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpucluster.clusterfile import Cluster, load
+from gpucluster.names import SLURM_UID
 from gpucluster.render import render
 from gpucluster.routing import config as routing_config
 from gpucluster.routing.classify import classify
@@ -95,6 +96,38 @@ def test_job_submit_lua_routes_as_classify_does(
     assert f"class {name} (by {by})" in done.stderr  # slurmctld's log line
     found = classify(routing_config.from_cluster(example), account, qos, comment).job_class
     assert found is not None and (found.name, found.first_partition) == (name, partition)
+
+
+# slurm_job_modify on a job: argv uid, the job's admin comment ("" for none), the partition asked ("" none).
+MODIFY = """
+local function say(fmt, ...) io.stderr:write(string.format(fmt, ...), "\\n") end
+slurm = { SUCCESS = 0, ERROR = -1, log_info = say, log_user = say }
+dofile(arg[1])
+local function field(text) if text == "" then return nil end return text end
+local rec = { job_id = 42, admin_comment = field(arg[3]) }
+print(slurm_job_modify({ partition = field(arg[4]) }, rec, {}, tonumber(arg[2])))
+"""
+
+
+@pytest.mark.skipif(LUA is None, reason="lua is not installed (make rack-deps installs lua5.4)")
+def test_only_root_and_slurm_user_may_move_a_routed_job(files: dict[str, str], tmp_path: Path) -> None:
+    script = tmp_path / "job_submit.lua"
+    script.write_text(files["routing/job_submit.lua"])
+    harness = tmp_path / "modify.lua"
+    harness.write_text(MODIFY)
+    routed = "gpucluster-routing: class=experiment route=rack_then_cloud first=rack by=account asked=rack"
+
+    def modify(uid: int, comment: str, partition: str) -> str:
+        assert LUA is not None
+        argv = [LUA, str(harness), str(script), str(uid), comment, partition]
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+
+    assert modify(1000, routed, "rack,od") == "-1"  # the job's user widening it past the guards
+    assert modify(SLURM_UID, routed, "rack,od") == "0"  # the burst controller
+    assert modify(0, routed, "rack,od") == "0"  # root
+    assert modify(1000, routed, "") == "0"  # another field (a time limit, a hold) is the user's own
+    assert modify(1000, "", "rack,od") == "0"  # a job of no class stays the user's to move
+    assert modify(1000, "set by an operator", "rack,od") == "0"
 
 
 def test_the_units_run_the_controller_every_interval(files: dict[str, str]) -> None:

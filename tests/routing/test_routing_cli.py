@@ -57,6 +57,22 @@ def test_cli_explain_from_saved_output(tmp_path: Path, capsys: pytest.CaptureFix
     assert capsys.readouterr().err == "job 999 is not in the queue; a finished job is in `sacct -j 999`\n"
 
 
+def test_cli_explain_on_the_controller_reads_the_rendered_routing_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The controller has no cluster file: --config reads the routing.json the burst controller reads."""
+    rendered = tmp_path / "routing.json"
+    main(["render", "--out", str(tmp_path / "out")])
+    rendered.write_text((tmp_path / "out" / "shared" / "routing" / "routing.json").read_text())
+    saved = tmp_path / "queue.txt"
+    saved.write_text(_queue())
+    assert main(["routing", "explain", "4105", "--config", str(rendered), "--squeue-output", str(saved)]) == 0
+    assert "class training: account training" in capsys.readouterr().out
+    rendered.write_text("{}")
+    assert main(["routing", "explain", "4105", "--config", str(rendered), "--squeue-output", str(saved)]) == 2
+    assert capsys.readouterr().err.startswith(f"{rendered}: not a routing configuration (")
+
+
 def test_cli_explain_without_slurm_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["routing", "explain", "1", "--squeue", "/nonexistent/squeue"]) == 2
     assert "cannot read the queue" in capsys.readouterr().err

@@ -19,6 +19,8 @@ from ansible_collections.gpucluster.cluster.plugins.filter.node_state_filters im
 from ansible_collections.gpucluster.cluster.plugins.plugin_utils.role_plan import as_bool, plan
 
 CONFIG_DIR = "/etc/gpucluster"
+# The burst controller's systemd units among the node files (clusters with a routing section only).
+ROUTING_UNITS = ("routing/gpucluster-routing.service", "routing/gpucluster-routing.timer")
 # What each action of the node-file table means on the controller (no slurmd runs here).
 HANDLERS = {
     "reconfigure": "Reconfigure Slurm",
@@ -37,8 +39,13 @@ def slurm_controller_names(
     packages = inputs["packages"]
     daemons = [packages["slurmctld"]] + ([packages["slurmdbd"]] if as_bool(inputs["accounting"]) else [])
     dests = [record["dest"] for record in files or []]
+    routing = any(record["path"] in ROUTING_UNITS for record in files or [])
     return {
         "daemons": daemons,
+        # The renderer writes the burst controller's files only for a cluster file with a routing section.
+        "routing": routing,
+        # The power programs and the burst controller share one virtual environment (the gpucluster wheel).
+        "programs": as_bool(inputs["power"]) or routing,
         # The power programs live where slurm.conf names them (gpucluster.names.POWER_BIN is its bin/).
         "power_venv": "/opt/gpucluster",
         "power_wheels": "/var/cache/gpucluster/wheels",
@@ -57,8 +64,9 @@ def slurm_controller_plan(
 ) -> dict[str, Any]:
     """Steps: state directory, daemons (at the pin, held; dnf always), config directory, node files.
 
-    files: the node-file records (gres.conf, power.json); the plan's `node files` are those that differ, with
-    the actions the node-file table gives each change.
+    files: the node-file records (gres.conf, power.json, the routing files); the plan's `node files` are those
+    that differ, with the actions the node-file table gives each change. `routing units` names the burst
+    controller's units among them: systemd reloads its units and the timer restarts only then.
     """
     names = slurm_controller_names(inputs, files)
     daemons, version = names["daemons"], str(inputs["package_version"])
@@ -71,10 +79,12 @@ def slurm_controller_plan(
         "daemons": not debian
         or any(str(versions.get(daemon, "")) != version for daemon in daemons)
         or len(packages_unheld(state, daemons)) > 0,
-        "config directory": as_bool(inputs["power"])
+        "config directory": names["programs"]
         and not state_current(state, CONFIG_DIR, kind="directory", mode="0750", owner="root", group="slurm"),
         "node files": node_file_changes(files or [], state, inputs["host"], str(inputs["slurm_version"])),
     }
+    changed = steps["node files"]
+    steps["routing units"] = [record["dest"] for record in changed if record["path"] in ROUTING_UNITS]
     return plan([], steps)
 
 

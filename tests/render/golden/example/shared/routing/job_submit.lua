@@ -60,8 +60,18 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   return slurm.SUCCESS
 end
 
--- The burst controller widens jobs with `scontrol update`, which comes here: it is let through.
+-- The burst controller (SlurmUser) widens jobs with `scontrol update`, which comes here. Only it and root
+-- may move a routed job: a user who widened their own pending job would pass the class's cap and budget.
+local MAY_MOVE_ROUTED = { [0] = true, [64030] = true }
+
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  local routed = job_rec.admin_comment ~= nil and string.find(job_rec.admin_comment, TAG, 1, true) == 1
+  if job_desc.partition ~= nil and routed and not MAY_MOVE_ROUTED[modify_uid] then
+    slurm.log_info("gpucluster-routing: uid %s may not move routed job %s to %s",
+      tostring(modify_uid), tostring(job_rec.job_id), job_desc.partition)
+    slurm.log_user("gpucluster-routing: this job's partition follows its class (docs/routing.md)")
+    return slurm.ERROR
+  end
   return slurm.SUCCESS
 end
 
