@@ -10,16 +10,26 @@ and 41 host-tasks per compute node (a4a7072), 12.6 s with the removed linear_ski
 caches (c0be4b7). Those ran in earlier processes: the old collection used ansible-core internals and no
 longer exists to run beside this one.
 Needs root and `make rack-deps`; about 15 minutes. `--sizes 2 16` runs a part.
+
+`--baseline REV` measures an earlier commit on the same racks: after each converge, three re-runs of this
+tree and three of REV's collection (a detached worktree, its own ansible.cfg and gpucluster package)
+alternate, each checked for changed=0, and the table adds REV's median and the ratio. That ratio, unlike the
+recorded figures, is on this machine under this load.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,10 +66,22 @@ def tasks_per_host(output: str) -> dict[str, int]:
     return {host: len(tasks) for host, tasks in seen.items()}
 
 
-def timed(rack: Rack, *extra: str, idempotent: bool) -> tuple[float, dict[str, int], str]:
-    """Seconds of one site.yml run and its tasks per host; raises on a failure or a re-run that changed."""
+def baseline_env(tree: Path) -> dict[str, str]:
+    """What makes ansible-playbook run another checkout's collection: its ansible.cfg and its gpucluster."""
+    return {"ANSIBLE_CONFIG": str(tree / "ansible.cfg"), "PYTHONPATH": str(tree)}
+
+
+def timed(
+    rack: Rack, *extra: str, idempotent: bool, tree: Path | None = None
+) -> tuple[float, dict[str, int], str]:
+    """Seconds of one site.yml run and its tasks per host; raises on a failure or a re-run that changed.
+
+    tree: another checkout whose site.yml and collection run instead of this one's (--baseline).
+    """
+    env = baseline_env(tree) if tree else None
+    playbook = str(tree / "ansible" / "site.yml") if tree else "ansible/site.yml"
     start = time.perf_counter()
-    run = converge(rack, *extra)
+    run = converge(rack, *extra, env=env, playbook=playbook)
     seconds = time.perf_counter() - start
     if run.rc != 0:
         raise RuntimeError(run.output[-3000:])
@@ -69,20 +91,76 @@ def timed(rack: Rack, *extra: str, idempotent: bool) -> tuple[float, dict[str, i
     return seconds, tasks_per_host(run.output), run.output
 
 
-def measure(size: int, extra: list[str]) -> tuple[float, float, int, int]:
-    """Converge seconds, median re-run seconds, compute node n1's and the controller's re-run tasks."""
+@dataclass(frozen=True)
+class Row:
+    """One rack size: converge, median re-run, a compute node's and the controller's tasks, the baseline's."""
+
+    converge_s: float
+    rerun_s: float
+    node_tasks: int
+    controller_tasks: int
+    baseline_s: float | None = None
+    baseline_node_tasks: int | None = None
+    baseline_controller_tasks: int | None = None
+
+
+def measure(size: int, extra: list[str], baseline: Path | None) -> Row:
+    """Converge, then three re-runs (alternating with three of the baseline's, when given)."""
     rack = Rack(name="rerun", size=size)
     try:
         rack.up()
         first, *_ = timed(rack, *extra, idempotent=False)
-        runs = [timed(rack, *extra, idempotent=True) for _ in range(3)]
+        runs, before = [], []
+        for _ in range(3):
+            runs.append(timed(rack, *extra, idempotent=True))
+            if baseline:
+                before.append(timed(rack, *extra, idempotent=True, tree=baseline))
         if LOG_DIR.is_dir():
             (LOG_DIR / f"rerun-{size}.log").write_text(runs[-1][2])
         again = statistics.median(seconds for seconds, *_ in runs)
         tasks = runs[-1][1]
-        return first, again, tasks.get("n1", 0), tasks.get("ctl", 0)
+        row = Row(first, again, tasks.get("n1", 0), tasks.get("ctl", 0))
+        if not before:
+            return row
+        old_tasks = before[-1][1]
+        return replace(
+            row,
+            baseline_s=statistics.median(seconds for seconds, *_ in before),
+            baseline_node_tasks=old_tasks.get("n1", 0),
+            baseline_controller_tasks=old_tasks.get("ctl", 0),
+        )
     finally:
         down(rack.name)
+
+
+@contextlib.contextmanager
+def checkout(rev: str) -> Iterator[Path]:
+    """A detached worktree of rev (removed afterwards)."""
+    tree = Path(tempfile.mkdtemp(prefix="rerun-baseline-")) / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True)
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+
+
+def print_table(rows: dict[int, Row], baseline: str | None) -> None:
+    """The table; with a baseline, its median re-run, tasks and the ratio this tree / baseline."""
+    header = "nodes  converge_s  rerun_s  compute_node_tasks  controller_tasks"
+    print(
+        "\n"
+        + header
+        + (f"  baseline_rerun_s  baseline_tasks  ratio   (baseline {baseline})" if baseline else "")
+    )
+    for size, row in rows.items():
+        line = (
+            f"{size:5d}  {row.converge_s:10.1f}  {row.rerun_s:7.1f}  {row.node_tasks:18d}  "
+            f"{row.controller_tasks:16d}"
+        )
+        if row.baseline_s is not None:
+            tasks = f"{row.baseline_node_tasks}/{row.baseline_controller_tasks}"
+            line += f"  {row.baseline_s:16.1f}  {tasks:>14}  {row.rerun_s / row.baseline_s:5.2f}"
+        print(line)
 
 
 def main() -> None:
@@ -90,33 +168,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[2, 8, 16])
     parser.add_argument("--ansible-arg", action="append", default=[], help="passed to ansible-playbook")
+    parser.add_argument("--baseline", metavar="REV", help="also re-run this commit's collection, alternating")
     args = parser.parse_args()
-    rows: dict[int, tuple[float, float, int, int]] = {}
-    for size in args.sizes:
-        rows[size] = measure(size, args.ansible_arg)
-        first, again, node_tasks, ctl_tasks = rows[size]
-        print(f"{size} nodes: converge {first:.1f} s, re-run {again:.1f} s", flush=True)
-    print("\nnodes  converge_s  rerun_s  compute_node_tasks  controller_tasks")
-    for size, (first, again, node_tasks, ctl_tasks) in rows.items():
-        print(f"{size:5d}  {first:10.1f}  {again:7.1f}  {node_tasks:18d}  {ctl_tasks:16d}")
+    rows: dict[int, Row] = {}
+    with contextlib.ExitStack() as stack:
+        baseline = stack.enter_context(checkout(args.baseline)) if args.baseline else None
+        for size in args.sizes:
+            rows[size] = row = measure(size, args.ansible_arg, baseline)
+            print(f"{size} nodes: converge {row.converge_s:.1f} s, re-run {row.rerun_s:.1f} s", flush=True)
+    print_table(rows, args.baseline)
     sizes = sorted(rows)
     if len(sizes) > 1:
         small, large = sizes[0], sizes[-1]
-        per_node = (rows[large][1] - rows[small][1]) / (large - small)
+        per_node = (rows[large].rerun_s - rows[small].rerun_s) / (large - small)
         print(f"per-node cost of a re-run ({small} → {large} nodes): {per_node:.2f} s per added node")
-    tasks = max(node_tasks for _, _, node_tasks, _ in rows.values())
+    tasks = max(row.node_tasks for row in rows.values())
     verdict = "met" if tasks <= TARGET_TASKS else "MISSED"
     print(
         f"compute node's play: {tasks} tasks (target ≤ ~{TARGET_TASKS}: {verdict}; "
         f"{tasks / OLD_BUILTIN_TASKS:.2f}x the old roles' {OLD_BUILTIN_TASKS})"
     )
     if 16 in rows:
-        again = rows[16][1]
+        again = rows[16].rerun_s
         verdict = "met" if again <= TARGET_16_S else "MISSED"
         print(
             f"16-node re-run: {again:.1f} s (target ≤ {TARGET_16_S:.0f} s: {verdict}); "
             f"{again / OLD_BUILTIN_16_S:.2f}x the old roles' builtin-linear {OLD_BUILTIN_16_S} s, "
-            f"{again / OLD_LINEAR_SKIP_16_S:.2f}x the removed linear_skip's {OLD_LINEAR_SKIP_16_S} s"
+            f"{again / OLD_LINEAR_SKIP_16_S:.2f}x the removed linear_skip's {OLD_LINEAR_SKIP_16_S} s "
+            "(both recorded on this machine on another day)"
         )
 
 

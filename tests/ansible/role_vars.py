@@ -98,3 +98,11 @@ def node_state(
         "held": sorted(held or []),
         "versions": dict(installed or {}),
     }
+
+
+def set_fact_expression(role: str, tasks: str, fact: str) -> str:
+    """The Jinja expression the first set_fact of a role's tasks/<tasks> gives a fact (without the braces)."""
+    import yaml
+
+    task = yaml.safe_load((ROLES / role / "tasks" / tasks).read_text())[0]
+    return str(task["ansible.builtin.set_fact"][fact]).strip().removeprefix("{{").removesuffix("}}").strip()

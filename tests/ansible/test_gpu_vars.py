@@ -10,7 +10,7 @@ import yaml
 
 from gpucluster.ansible_vars import inventory
 from gpucluster.clusterfile import Cluster, load_text
-from tests.ansible.role_vars import DEBIAN, role_expression
+from tests.ansible.role_vars import DEBIAN, role_expression, set_fact_expression
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "clusters" / "example.yaml"
@@ -179,6 +179,9 @@ def test_gpudirect_rdma_uses_peermem_only_where_it_loads_else_dmabuf(
     overrides: dict[str, Any], expected: str
 ) -> None:
     assert _driver("__gpu_nvidia_driver_plan.gpudirect", **overrides) == expected
+    # record.yml publishes it with the cheaper filter (no node state, no bodies): the same answer.
+    recorded = set_fact_expression("gpu_nvidia_driver", "record.yml", "gpu_nvidia_driver_gpudirect_rdma")
+    assert _driver(recorded, **overrides) == expected
 
 
 def test_both_naming_shapes_ask_for_the_open_driver_and_fabric_manager() -> None:

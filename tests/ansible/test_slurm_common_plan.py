@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.ansible.role_vars import DEBIAN, ROCKY, ROLES, file_entry, node_state, role_expression
+from tests.ansible.role_vars import (
+    DEBIAN,
+    ROCKY,
+    ROLES,
+    file_entry,
+    node_state,
+    role_expression,
+    set_fact_expression,
+)
 
 ROLE = "slurm_common"
 PIN = "24.11.5"
@@ -243,6 +251,18 @@ def test_the_offer_is_read_from_apt_cache_madison_and_dnf() -> None:
         [f"{PIN}-1.el9"],
     )
     assert _plan(off_pin, __slurm_common_offered={"stdout": ""})["offered_pin"] == []
+
+
+@pytest.mark.parametrize("offered", [MADISON, ""], ids=["offered", "none"])
+def test_remember_version_publishes_the_plan_s_version_from_the_cheaper_filter(offered: str) -> None:
+    """remember_version.yml runs on every converge: it reads slurm_common_version, not the whole plan."""
+    for state in (_node(), _node(installed={"slurm-client": "22.05.8-4", "munge": "0.5", "chrony": "4"})):
+        overrides = {f"{ROLE}_node_state": state, "__slurm_common_offered": {"stdout": offered}}
+        plan = _plan(state, __slurm_common_offered={"stdout": offered})
+        published = set_fact_expression(ROLE, "remember_version.yml", "slurm_common_package_version")
+        assert _expression(published, **overrides) == plan["package_version"]
+        packages = set_fact_expression(ROLE, "remember_version.yml", "slurm_common_slurm_packages")
+        assert _expression(packages, **overrides) == _expression("__slurm_common_names.packages", **overrides)
 
 
 def test_a_controller_outside_the_inventory_fails_with_the_validate_message() -> None:

@@ -34,15 +34,29 @@ FILES: list[dict[str, Any]] = _expression("__slurm_controller_files")
 GRES_TEXT: str = next(record["content"] for record in FILES if record["dest"] == GRES)
 
 
+PASSWORD = "/etc/slurm/slurmdbd.dbpass"
+UNITS = ("slurmctld", "mariadb", "slurmdbd")
+
+
 def _controller(**change: Any) -> dict[str, Any]:
-    """A converged controller (daemons at the pin and held, state directory, gres.conf), `change` applied."""
+    """A converged controller (daemons at the pin and held, state directory, gres.conf, MariaDB, the password,
+    the three units running), `change` applied."""
     state_dir = {**file_entry(kind="directory", mode="0700"), "owner": "slurm", "group": "slurm"}
-    files: dict[str, Any] = {STATE_DIR: state_dir, GRES: file_entry(GRES_TEXT), **change.get("files", {})}
+    files: dict[str, Any] = {
+        STATE_DIR: state_dir,
+        GRES: file_entry(GRES_TEXT),
+        PASSWORD: file_entry(kind="file", mode="0600"),
+        **change.get("files", {}),
+    }
     state = node_state(
         files={path: entry for path, entry in files.items() if entry},
         missing=[path for path, entry in files.items() if not entry],
-        installed=change.get("installed", dict.fromkeys(["slurmctld", "slurmdbd"], f"{PIN}-1")),
+        installed=change.get(
+            "installed",
+            {**dict.fromkeys(["slurmctld", "slurmdbd"], f"{PIN}-1"), "mariadb-server": "1:10.11.6"},
+        ),
         held=change.get("held", ["slurmctld", "slurmdbd"]),
+        services=change.get("services", dict.fromkeys(UNITS, (True, True))),
     )
     state["texts"] = {GRES: change.get("gres", GRES_TEXT)}
     return state
@@ -63,8 +77,22 @@ def test_a_converged_controller_has_nothing_to_install_or_write() -> None:
     [
         ({"files": {STATE_DIR: file_entry(kind="directory", mode="0700")}}, ["state directory"]),
         ({"held": ["slurmctld"]}, ["daemons"]),
-        ({"installed": {"slurmctld": f"{PIN}-1", "slurmdbd": "22.05.8-4"}}, ["daemons"]),
-        ({"installed": {"slurmctld": f"{PIN}-1"}}, ["daemons"]),
+        (
+            {"installed": {"slurmctld": f"{PIN}-1", "slurmdbd": "22.05.8-4", "mariadb-server": "1"}},
+            ["daemons"],
+        ),
+        ({"installed": {"slurmctld": f"{PIN}-1", "mariadb-server": "1"}}, ["daemons"]),
+        ({"installed": dict.fromkeys(["slurmctld", "slurmdbd"], f"{PIN}-1")}, ["database"]),
+        ({"files": {PASSWORD: None}}, ["password"]),
+        (
+            {"services": {"slurmctld": (False, True), "mariadb": (True, True), "slurmdbd": (True, True)}},
+            ["slurmctld"],
+        ),
+        (
+            {"services": {"slurmctld": (True, True), "mariadb": (True, False), "slurmdbd": (True, True)}},
+            ["mariadb"],
+        ),
+        ({"services": {"slurmctld": (True, True), "mariadb": (True, True)}}, ["slurmdbd"]),
     ],
     ids=str,
 )
@@ -77,10 +105,21 @@ def test_without_accounting_slurmdbd_is_neither_read_nor_installed() -> None:
     assert _plan(state, slurm_controller_accounting_enabled=False)["pending"] == []
     names = _expression("__slurm_controller_names", slurm_controller_accounting_enabled=False)
     assert names["daemons"] == names["read"]["package_names"] == ["slurmctld"]
+    assert names["read"]["services"] == ["slurmctld"] and PASSWORD not in names["read"]["paths"]
+    # Nothing of accounting is planned, whatever the node holds of it.
+    bare = _controller(files={PASSWORD: None}, services={"slurmctld": (True, True)})
+    assert _plan(bare, slurm_controller_accounting_enabled=False)["pending"] == []
+
+
+def test_a_converged_controller_reads_the_accounting_units_and_files_it_checks() -> None:
+    read = _expression("__slurm_controller_names.read")
+    assert read["services"] == ["slurmctld", "mariadb", "slurmdbd"]
+    assert {PASSWORD, "/etc/slurm/slurmdbd.conf"} <= set(read["paths"])
+    assert "mariadb-server" in read["package_names"]
 
 
 def test_dnf_installs_on_every_converge() -> None:
-    assert _plan(_controller(held=[]), facts=ROCKY)["pending"] == ["daemons"]
+    assert _plan(_controller(held=[]), facts=ROCKY)["pending"] == ["daemons", "database"]
 
 
 def test_the_power_programs_directory_only_with_cloud_capacity() -> None:
@@ -111,7 +150,10 @@ def test_the_power_programs_keep_their_paths() -> None:
 
 
 ROUTED = {"gpucluster_cluster_file": "clusters/example.yaml", "inventory_hostname": "head01"}
-ROUTING_UNITS = ("/etc/systemd/system/gpucluster-routing.service", "/etc/systemd/system/gpucluster-routing.timer")
+ROUTING_UNITS = (
+    "/etc/systemd/system/gpucluster-routing.service",
+    "/etc/systemd/system/gpucluster-routing.timer",
+)
 
 
 def _converged_with(records: list[dict[str, Any]], **edited: str) -> dict[str, Any]:
@@ -126,10 +168,12 @@ def _converged_with(records: list[dict[str, Any]], **edited: str) -> dict[str, A
     }
     state_dir = {**file_entry(kind="directory", mode="0700"), "owner": "slurm", "group": "slurm"}
     config_dir = {**file_entry(kind="directory", mode="0750"), "group": "slurm"}
+    password = file_entry(kind="file", mode="0600")
     state = node_state(
-        files={STATE_DIR: state_dir, "/etc/gpucluster": config_dir, **files},
-        installed=dict.fromkeys(["slurmctld", "slurmdbd"], f"{PIN}-1"),
+        files={STATE_DIR: state_dir, "/etc/gpucluster": config_dir, PASSWORD: password, **files},
+        installed={**dict.fromkeys(["slurmctld", "slurmdbd"], f"{PIN}-1"), "mariadb-server": "1:10.11.6"},
         held=["slurmctld", "slurmdbd"],
+        services=dict.fromkeys(UNITS, (True, True)),
     )
     state["texts"] = {record["dest"]: edited.get(record["dest"], record["content"]) for record in records}
     return state

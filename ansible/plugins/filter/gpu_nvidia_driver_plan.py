@@ -278,6 +278,16 @@ def _debian_sources(inputs: dict[str, Any], state: dict[str, Any]) -> dict[str, 
     }
 
 
+def gpu_nvidia_driver_gpudirect(inputs: dict[str, Any], after: dict[str, Any] | None = None) -> str:
+    """How GPUDirect RDMA reaches GPU memory (the plan's `gpudirect`), from the inputs and modinfo's answer.
+
+    record.yml publishes it on every run; this is the plan's answer without the rest of the plan (no node
+    state, no file bodies), so a converged node does not pay for a whole plan to record it.
+    """
+    # Only the inputs _gpudirect reads are rendered (a lazy dict): names' `full` is this same test.
+    return _gpudirect(inputs, inputs["install_mode"] == "full", (after or {}).get("peermem_rc"))
+
+
 def _gpudirect(inputs: dict[str, Any], full: bool, peermem_rc: Any) -> str:
     """How GPUDirect RDMA reaches GPU memory: peermem, dmabuf, unavailable or none."""
     if not (full and as_bool(inputs["peermem"])):
@@ -434,4 +444,5 @@ class FilterModule:
             "gpu_nvidia_driver_repository": gpu_nvidia_driver_repository,
             "gpu_nvidia_driver_names": gpu_nvidia_driver_names,
             "gpu_nvidia_driver_plan": gpu_nvidia_driver_plan,
+            "gpu_nvidia_driver_gpudirect": gpu_nvidia_driver_gpudirect,
         }

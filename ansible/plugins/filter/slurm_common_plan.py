@@ -154,6 +154,29 @@ def _munge(state: dict[str, Any], controller_key: str) -> dict[str, bool]:
     }
 
 
+def slurm_common_version(
+    inputs: dict[str, Any], state: dict[str, Any], *, offered: str = ""
+) -> dict[str, Any]:
+    """The Slurm client at the pin or not, what the source offers, the package version to install and hold.
+
+    The plan's version facts without the rest of the plan (no node files, no bodies): remember_version.yml
+    publishes them on every run, so they cost a converged node no more than they need.
+    """
+    names = slurm_common_names(inputs)
+    at_pin = _at_pin(inputs, state, names)
+    offer = _offer(offered, names["pin_pattern"])
+    client = names["packages"]["client"]
+    return {
+        "at_pin": at_pin,
+        "offered_versions": offer["versions"],
+        "offered_pin": offer["at_pin"],
+        "package_version": state.get("versions", {}).get(client, "")
+        if at_pin
+        else next(iter(offer["at_pin"]), ""),
+        "packages": names["packages"],
+    }
+
+
 def slurm_common_plan(
     inputs: dict[str, Any],
     state: dict[str, Any],
@@ -170,17 +193,8 @@ def slurm_common_plan(
     this run (''). offered: the package source's answer, read only where the client is not at the pin.
     """
     names = slurm_common_names(inputs, files)
-    at_pin = _at_pin(inputs, state, names)
-    offer = _offer(offered, names["pin_pattern"])
-    client = names["packages"]["client"]
-    facts: dict[str, Any] = {
-        "at_pin": at_pin,
-        "offered_versions": offer["versions"],
-        "offered_pin": offer["at_pin"],
-        "package_version": state.get("versions", {}).get(client, "")
-        if at_pin
-        else next(iter(offer["at_pin"]), ""),
-    }
+    facts = slurm_common_version(inputs, state, offered=offered)
+    at_pin = facts["at_pin"]
     if names["failed"]:
         return {**plan(names["failed"]), **facts}
     ids = accounts_differ(state, names["ids"])
@@ -213,8 +227,12 @@ def slurm_common_plan(
 
 
 class FilterModule:
-    """gpucluster.cluster.slurm_common_names and slurm_common_plan."""
+    """gpucluster.cluster.slurm_common_names, slurm_common_version and slurm_common_plan."""
 
     def filters(self) -> dict[str, Any]:
         """The filters this plugin provides."""
-        return {"slurm_common_names": slurm_common_names, "slurm_common_plan": slurm_common_plan}
+        return {
+            "slurm_common_names": slurm_common_names,
+            "slurm_common_version": slurm_common_version,
+            "slurm_common_plan": slurm_common_plan,
+        }
