@@ -241,7 +241,7 @@ def test_a_declared_gpu_mix_gets_one_typed_line_per_model(example: Cluster) -> N
 
 
 def test_adding_a_routing_section_restarts_slurmctld_to_load_the_job_submit_plugin(example: Cluster) -> None:
-    """A reconfigure leaves an empty JobSubmitPlugins list unloaded on older releases: restart, every version."""
+    """Older releases' reconfigure leaves a first JobSubmitPlugins unloaded: restart, whatever the version."""
     from gpucluster.render.node_files import Action, Change, needs, slurm_conf_restart_reasons
 
     assert example.routing is not None
