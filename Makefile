@@ -44,21 +44,24 @@ rack-deps:  ## Debian packages the test rack needs (as root; skipped when presen
 
 install: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed  ## create the venvs and install the pinned CDK CLI
 
-demo: install rack-deps  ## validate, show, render, cdk synth; a local rack converged, accepted, running a job; then the burst
-	@echo "==> gpucluster validate $(CLUSTER)"
-	@$(BIN)/gpucluster validate $(CLUSTER)
-	@echo "==> gpucluster show $(CLUSTER)"
-	@$(BIN)/gpucluster show $(CLUSTER)
-	@echo "==> gpucluster render $(CLUSTER) --out build/"
-	@$(BIN)/gpucluster render $(CLUSTER) --out build/$$(basename $(CLUSTER) .yaml)
-	@echo "==> npx cdk synth -c cluster=$(CLUSTER)"
-	@npx cdk synth -q -c cluster=$(CLUSTER)
-	@$(BIN)/python -m stacks.summary cdk.out
-	@echo "==> a local test rack: boot 3 nodes, converge with ansible/site.yml, admit them by acceptance, run a 2-node job"
-	@$(BIN)/python -m gpucluster_rack.demo
-	@echo "==> burst: the rack's slurmctld launches emulated cloud nodes for a 2-node job and powers them down; a spot job checkpoints on its two-minute notice and resumes"
-	@$(BIN)/python -m gpucluster_rack.demo_burst
-	@echo "demo done: node files in build/, CloudFormation in cdk.out/"
+# The burst boots its own rack ("demoburst") and mostly waits on Slurm's timers, so it starts first and runs
+# beside the other steps; its log (build/demo-burst.log) is printed after them. It always runs to its end
+# (it tears its rack down itself), and either part failing fails the target.
+demo: install rack-deps  ## validate, show, render, cdk synth; a local rack converged, accepted, running a job; the burst beside them
+	@mkdir -p build
+	@$(BIN)/python -m gpucluster_rack.demo_burst > build/demo-burst.log 2>&1 & burst=$$!; status=0; \
+	echo "==> burst, on its own rack beside the steps below (log printed after them): the rack's slurmctld launches emulated cloud nodes for a 2-node job and powers them down; a spot job checkpoints on its two-minute notice and resumes"; \
+	{ echo "==> gpucluster validate $(CLUSTER)" && $(BIN)/gpucluster validate $(CLUSTER) && \
+	  echo "==> gpucluster show $(CLUSTER)" && $(BIN)/gpucluster show $(CLUSTER) && \
+	  echo "==> gpucluster render $(CLUSTER) --out build/" && \
+	  $(BIN)/gpucluster render $(CLUSTER) --out build/$$(basename $(CLUSTER) .yaml) && \
+	  echo "==> npx cdk synth -c cluster=$(CLUSTER)" && npx cdk synth -q -c cluster=$(CLUSTER) && \
+	  $(BIN)/python -m stacks.summary cdk.out && \
+	  echo "==> a local test rack: boot 3 nodes, converge with ansible/site.yml, admit them by acceptance, run a 2-node job" && \
+	  $(BIN)/python -m gpucluster_rack.demo; } || status=1; \
+	echo "==> burst (build/demo-burst.log):"; wait $$burst || status=1; cat build/demo-burst.log; \
+	if [ $$status -eq 0 ]; then echo "demo done: node files in build/, CloudFormation in cdk.out/"; else echo "demo failed"; fi; \
+	exit $$status
 
 lint: install  ## ruff and mypy --strict (ansible-lint runs in tests/ansible)
 	$(BIN)/ruff check .
