@@ -35,7 +35,12 @@ def test_the_default_bands_are_the_guides_and_their_edges_are_hybrid() -> None:
 def test_the_cluster_files_bands_move_the_rule_and_the_recommendation() -> None:
     loaded = load_text(yaml.safe_dump(_with_bands(cloud_below=0.3, onprem_above=0.6)), "x.yaml").cluster
     bands = loaded.economics.verdict
-    assert [rule_of_thumb(u, bands) for u in (0.29, 0.3, 0.6, 0.61)] == ["cloud", "hybrid", "hybrid", "on-prem"]
+    assert [rule_of_thumb(u, bands) for u in (0.29, 0.3, 0.6, 0.61)] == [
+        "cloud",
+        "hybrid",
+        "hybrid",
+        "on-prem",
+    ]
     # 0.65 is on-prem by these bands (hybrid by the defaults); on-prem is cheaper, so the rule stands.
     rec = recommend(
         0.65,
