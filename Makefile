@@ -12,7 +12,9 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 
 # lua5.4: tests/routing compiles and runs the rendered job_submit.lua (luac -p, lua).
-RACK_DEBS := mmdebstrap systemd-container apt-cacher-ng socat iproute2 openssh-client lua5.4
+# prometheus: its promtool checks the rendered prometheus.yml and tests the alert rules
+# (tests/render/test_monitoring.py); Debian ships promtool only in this package.
+RACK_DEBS := mmdebstrap systemd-container apt-cacher-ng socat iproute2 openssh-client lua5.4 prometheus
 N ?= 4
 
 .PHONY: help install rack-deps demo test lint unit synth render bench golden role-docs docs clean rack-up rack-down
