@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpucluster.cli import main
 from gpucluster.clusterfile import Cluster, load
 from gpucluster.names import PROMETHEUS_CLOUD_TARGETS, PROMETHEUS_RULES
 from gpucluster.render import render
 from gpucluster.render.monitoring import retention_size_gib, series_estimate
-from tests.conftest import CLUSTER_FILES
+from tests.conftest import CLUSTER_FILES, ROOT
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
@@ -198,3 +199,15 @@ def test_the_burst_cap_fires_once_a_group_runs_max_count_nodes(example: Cluster,
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     tested = _promtool("test", "rules", str(path))
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_a_retention_under_35_days_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = yaml.safe_load((ROOT / "clusters" / "example.yaml").read_text())
+    data["monitoring"] = {"retention_days": 28}
+    path = tmp_path / "short.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:" in err and "monitoring.retention_days" in err and "35" in err
