@@ -183,8 +183,6 @@ def cmd_utilization(args: argparse.Namespace) -> int:
     if misplaced:
         print(misplaced, file=sys.stderr)
         return exit_codes.BAD_INPUT
-    if args.file == "export":  # `gpucluster utilization export …`; a cluster file so named: ./export
-        return measured.cmd_export(args)
     if not args.sacct:
         return measured.cmd_measured(load_cluster_file(args.file).cluster, args)
     try:
@@ -221,13 +219,13 @@ def _misplaced(args: argparse.Namespace) -> str | None:
     """Options given with a source they do not apply to."""
     if args.sacct:
         given = [f for f, v in (("--days", args.days), ("--step-s", args.step_s), ("--plot", args.plot)) if v]
-        if given or args.file == "export":
-            what = ", ".join(given) or "export"
+        if given:
+            what = ", ".join(given)
             return f"{what}: for DCGM measurements (--prometheus, --export); --sacct takes --start and --end"
     elif args.start or args.end:
         return "--start/--end: for --sacct only; DCGM measurements take --days"
-    if args.out and args.file != "export":
-        return "--out: for `gpucluster utilization export --prometheus URL --out FILE` only"
+    if args.save and not args.prometheus:
+        return "--save: saves what --prometheus fetched; give --prometheus URL"
     return None
 
 
@@ -253,7 +251,7 @@ def _cost_options(sub: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--utilization-from-export",
         metavar="FILE",
-        help="DCGM engine-active measured in a saved export (`gpucluster utilization export`)",
+        help="DCGM engine-active in an export saved by `gpucluster utilization --prometheus URL --save FILE`",
     )
     sub.add_argument(
         "--routing-from",
@@ -281,8 +279,8 @@ def _checkpoint_options(sub: argparse.ArgumentParser) -> None:
 
 def _utilization_options(sub: argparse.ArgumentParser) -> None:
     sub.usage = (
-        "gpucluster utilization [file] (--prometheus URL | --export FILE | --sacct FILE) [options]\n"
-        "       gpucluster utilization export --prometheus URL [--days N] --out FILE"
+        "gpucluster utilization [file] (--prometheus URL [--save FILE] | --export FILE | --sacct FILE)"
+        " [options]"
     )
     source = sub.add_mutually_exclusive_group(required=True)
     source.add_argument(

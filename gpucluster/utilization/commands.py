@@ -1,20 +1,29 @@
-"""`gpucluster utilization --prometheus URL | --export FILE`, `utilization export`, cost's measured u."""
+"""`gpucluster utilization --prometheus URL [--save FILE] | --export FILE`, and cost's measured figure."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from gpucluster import exit_codes
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.text_input import UnreadableInputError, read_text
 from gpucluster.utilization.measure import Measurement, measure
-from gpucluster.utilization.prometheus import DEFAULT_STEP_S, PrometheusError, fetch_answers, fetch_series
+from gpucluster.utilization.prometheus import DEFAULT_STEP_S, PrometheusError, fetch_answers
 from gpucluster.utilization.report import as_json, as_table, decide, origin
-from gpucluster.utilization.series import ENGINE_ACTIVE, ExportError, export_document, read_export
+from gpucluster.utilization.series import (
+    ENGINE_ACTIVE,
+    ExportError,
+    export_document,
+    parse_matrix,
+    read_export,
+)
 
 DEFAULT_DAYS = 28
 SECONDS_PER_DAY = 86400
@@ -29,16 +38,32 @@ def window(days: int, step_s: float, now: Clock | None = None) -> tuple[float, f
 
 
 def measured(args: argparse.Namespace, now: Clock | None = None) -> tuple[Measurement, str]:
-    """The measurement of --prometheus (the last --days) or --export (clipped to the last --days if given)."""
+    """The measurement of --prometheus (the last --days, saved to --save) or --export (clipped to --days)."""
     step = args.step_s or DEFAULT_STEP_S
     if args.prometheus:
         start, end = window(args.days or DEFAULT_DAYS, step, now)
-        return measure(
-            fetch_series(args.prometheus, start, end, step), start, end, step
-        ), f"Prometheus {args.prometheus}"
+        answers = fetch_answers(args.prometheus, start, end, step)
+        if args.save:
+            _save(export_document(args.prometheus, ENGINE_ACTIVE, (start, end), step, answers), args.save)
+        series = [s for answer in answers for s in parse_matrix(answer, args.prometheus)]
+        return measure(series, start, end, step), f"Prometheus {args.prometheus}"
     saved = read_export(read_text(args.export), args.export)
     start = saved.start_s if not args.days else max(saved.start_s, saved.end_s - args.days * SECONDS_PER_DAY)
     return measure(saved.series, start, saved.end_s, saved.step_s), f"export {args.export}"
+
+
+def _save(document: dict[str, object], path: str) -> None:
+    """Write the export beside the measurement, whole or not at all (temp file, then rename)."""
+    target = Path(path)
+    try:
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=target.parent or Path("."), prefix=f".{target.name}.", delete=False
+        ) as out:
+            json.dump(document, out)
+        os.replace(out.name, target)
+    except OSError as exc:
+        raise ExportError(f"--save {path}: cannot write: {exc.strerror or exc}") from None
+    print(f"export saved to {path} (read it again with --export {path})", file=sys.stderr)
 
 
 def cmd_measured(cluster: Cluster, args: argparse.Namespace) -> int:
@@ -74,32 +99,6 @@ def _plot(measurement: Measurement, name: str, path: str) -> int:
     return exit_codes.OK
 
 
-def cmd_export(args: argparse.Namespace, now: Clock | None = None) -> int:
-    """Save the last --days of engine-active series from --prometheus into --out (JSON)."""
-    if not args.prometheus or not args.out:
-        print("utilization export needs --prometheus URL and --out FILE", file=sys.stderr)
-        return exit_codes.BAD_INPUT
-    step = args.step_s or DEFAULT_STEP_S
-    start, end = window(args.days or DEFAULT_DAYS, step, now)
-    try:
-        answers = fetch_answers(args.prometheus, start, end, step)
-    except (ExportError, PrometheusError) as exc:
-        print(exc, file=sys.stderr)
-        return exit_codes.BAD_INPUT
-    document = export_document(args.prometheus, ENGINE_ACTIVE, (start, end), step, answers)
-    try:
-        with open(args.out, "w", encoding="utf-8") as out:
-            json.dump(document, out)
-    except OSError as exc:
-        print(f"--out {args.out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
-        return exit_codes.BAD_INPUT
-    print(
-        f"{len(answers)} answer(s), {(end - start) / SECONDS_PER_DAY:g} d at {step:g} s: {args.out}",
-        file=sys.stderr,
-    )
-    return exit_codes.OK
-
-
 def export_utilization(cluster: Cluster, path: str) -> tuple[float, str]:
     """The deciding figure of a saved export and the origin line naming it (for `gpucluster cost`)."""
     saved = read_export(read_text(path), path)
@@ -113,13 +112,15 @@ def export_utilization(cluster: Cluster, path: str) -> tuple[float, str]:
 def add_options(sub: argparse.ArgumentParser, source: argparse._MutuallyExclusiveGroup) -> None:
     """The measured sources (into the verb's group of sources) and their options."""
     source.add_argument("--prometheus", metavar="URL", help="Prometheus to ask, e.g. http://head01:9090")
-    source.add_argument("--export", metavar="FILE", help="a saved export (`gpucluster utilization export`)")
+    source.add_argument("--export", metavar="FILE", help="an export saved by --prometheus URL --save FILE")
     sub.add_argument(
         "--days", type=_days, help=f"window: the last N days (default {DEFAULT_DAYS} with --prometheus)"
     )
     sub.add_argument("--step-s", type=_step, help=f"seconds between points (default {DEFAULT_STEP_S})")
     sub.add_argument("--plot", metavar="FILE.png", help="draw daily active vs allocated GPU-hours per site")
-    sub.add_argument("--out", metavar="FILE", help="`utilization export` only: the JSON file to write")
+    sub.add_argument(
+        "--save", metavar="FILE", help="with --prometheus: also save what was fetched, for --export later"
+    )
 
 
 def _days(text: str) -> int:

@@ -1,11 +1,14 @@
 """A measurement as a table or JSON, with the figure that decides and the verdict of the guides' rule.
 
-Which figure decides: the owned rack GPUs' engine-active / available GPU-hours. The guides' rule asks
-whether owned capacity would be busy enough to pay for itself; a rack GPU costs the same whether it
-computes or idles, so its share of time spent computing is the figure. Cloud GPUs are paid only while
-powered up and carry no such question: their active / available says how well the paid hours were
-used (the burst overhead of docs/cost.md), not whether to own them. Without rack GPUs (a cloud-only
-cluster) the overall figure stands in, and the text says so.
+Which figure decides: the owned rack GPUs' engine-active GPU-hours over the GPU-hours they were owned
+(the cluster file's rack GPUs times the window). The guides' rule asks whether owned capacity would be
+busy enough to pay for itself, counted across all GPUs including idle queues; a rack GPU costs the same
+whether it computes, idles, or is down, so an hour nobody scraped (node down, drained, unmonitored) is
+counted as an idle hour, not left out. `coverage` shows how much of that time was scraped, and the
+notes warn when it is low. Cloud GPUs are paid only while powered up and carry no such question: their
+active / available says how well the paid hours were used (the burst overhead of docs/cost.md), not
+whether to own them. Without rack GPUs (a cloud-only cluster) the overall figure stands in, and the
+text says so.
 """
 
 from __future__ import annotations
@@ -34,14 +37,16 @@ class Decision:
 
 
 def decide(cluster: Cluster, measurement: Measurement) -> Decision:
-    """The rack's active / available when rack GPUs were measured, else the overall figure."""
+    """Rack GPUs' active over owned GPU-hours when the cluster has rack GPUs, else the overall figure."""
+    owned_hours = sum(declared_gpus(cluster).values()) * measurement.hours
     rack = measurement.site("rack")
-    if rack is not None and rack.available_gpu_hours > 0:
-        u, figure = rack.activity, "rack GPUs' engine-active / available GPU-hours"
+    if owned_hours > 0:
+        active = rack.active_gpu_hours if rack else 0.0
+        u, figure = min(active / owned_hours, 1.0), "rack GPUs' engine-active / owned GPU-hours"
     else:
         u, figure = (
             measurement.overall.activity,
-            "all GPUs' engine-active / available (no rack GPUs measured)",
+            "all GPUs' engine-active / available (no rack GPUs declared)",
         )
     bands = cluster.economics.verdict
     text = f"economics.verdict: cloud below {bands.cloud_below:.0%}, on-prem above {bands.onprem_above:.0%}"
@@ -75,7 +80,7 @@ def warnings(cluster: Cluster, measurement: Measurement) -> list[str]:
     if share is not None and share < LOW_COVERAGE:
         notes.append(
             f"only {share:.0%} of the declared rack GPU-hours were scraped (nodes down or not monitored);"
-            " the figures cover the scraped time only"
+            " the verdict counts the rest as idle, the per-row figures cover the scraped time only"
         )
     return notes
 

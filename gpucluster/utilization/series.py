@@ -1,7 +1,7 @@
 """Prometheus range-query answers (`/api/v1/query_range`, resultType matrix) as typed series.
 
-The saved export (`gpucluster utilization export`) is these answers as Prometheus returned them,
-wrapped with the window they cover:
+The saved export (`gpucluster utilization --prometheus URL --save FILE`) is these answers as Prometheus
+returned them, wrapped with the window they cover:
 
     {"format": "gpucluster-utilization-export/v1", "prometheus": URL, "query": QUERY,
      "start": UNIX_S, "end": UNIX_S, "step_s": S, "answers": [<query_range answer>, ...]}
@@ -87,12 +87,13 @@ def read_export(text: str, source: str) -> Export:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ExportError(
-            f"{source}:{exc.lineno}: not JSON ({exc.msg}); write it with `gpucluster utilization export`"
+            f"{source}:{exc.lineno}: not JSON ({exc.msg});"
+            " save one with `gpucluster utilization --prometheus URL --save FILE`"
         ) from None
     if not isinstance(doc, dict) or doc.get("format") != EXPORT_FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else None
         raise ExportError(
-            f"{source}: format: {found!r}; expected {EXPORT_FORMAT!r} from `gpucluster utilization export`"
+            f"{source}: format: {found!r}; expected {EXPORT_FORMAT!r} from `gpucluster utilization --save`"
         )
     try:
         start, end, step = float(doc["start"]), float(doc["end"]), float(doc["step_s"])

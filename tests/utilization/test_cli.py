@@ -14,13 +14,22 @@ from tests.utilization.synthetic import HOUR_S, START_S, STEP_S, answer, flat, g
 END_S = START_S + 24 * HOUR_S
 
 
-def _export(tmp_path: Path, rack_active: float = 0.8) -> Path:
-    """A day: rack-a's 2 GPUs allocated all day at rack_active, the whole of rack-b idle; p5-od up 6 h."""
+def _export(tmp_path: Path, rack_active: float = 0.9) -> Path:
+    """A day of the example's racks and one cloud node, with known GPU-hours.
+
+    rack-a: 4 nodes × 8 GPUs allocated all day at rack_active; rack-b: gpu-b01/02 scraped idle all day,
+    gpu-b03/04 down (never scraped); p5-od-1 up 6 h, allocated, at 0.5.
+    """
     series = [
-        flat(gpu_labels("rack", "rack-a", "gpu-a01", gpu, job="11"), START_S, END_S, rack_active)
-        for gpu in (0, 1)
+        flat(gpu_labels("rack", "rack-a", f"gpu-a0{node}", gpu, job=f"1{node}"), START_S, END_S, rack_active)
+        for node in range(1, 5)
+        for gpu in range(8)
     ]
-    series += [flat(gpu_labels("rack", "rack-b", "gpu-b01", 0), START_S, END_S, 0.0)]
+    series += [
+        flat(gpu_labels("rack", "rack-b", f"gpu-b0{node}", gpu), START_S, END_S, 0.0)
+        for node in (1, 2)
+        for gpu in range(8)
+    ]
     series += [flat(gpu_labels("cloud", "p5-od", "p5-od-1", 0, job="12"), START_S, START_S + 6 * HOUR_S, 0.5)]
     halves = [[s for s in series if s.labels["node_group"] != "p5-od"], [series[-1]]]
     doc = export_document(
@@ -37,11 +46,12 @@ def test_the_table_names_groups_sites_and_the_deciding_rack_figure(
     assert main(["utilization", "--export", str(_export(tmp_path))]) == 0
     out = capsys.readouterr().out
     assert "rack-a" in out and "rack-b" in out and "p5-od" in out and "(site)" in out and "(all)" in out
-    # rack: 3 GPUs × 24 h available, 2 × 24 × 0.8 = 38.4 active → 53.3%: hybrid by the default bands
-    assert "Verdict: hybrid — rack GPUs' engine-active / available GPU-hours = 53.3%" in out
+    # The example owns 64 rack GPUs: 64 × 24 = 1536 GPU-hours; active 32 × 24 × 0.9 = 691.2 → 45.0%, cloud.
+    # Over the scraped time only (48 GPUs, 1152 GPU-hours) it would read 60% and say hybrid: the two
+    # rack-b nodes that were down are owned, idle capacity, and count as such.
+    assert "Verdict: cloud — rack GPUs' engine-active / owned GPU-hours = 45.0%" in out
     assert "economics.verdict: cloud below 50%, on-prem above 75%" in out
-    # the example declares 64 rack GPUs (8 nodes × 8) and we scraped 3: the table says how little was covered
-    assert "Note: only 5% of the declared rack GPU-hours were scraped" in out
+    assert "Note: only 75% of the declared rack GPU-hours were scraped" in out
 
 
 def test_json_has_the_figures_and_the_daily_series(
@@ -50,13 +60,15 @@ def test_json_has_the_figures_and_the_daily_series(
     assert main(["utilization", "--export", str(_export(tmp_path)), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     groups = {g["node_group"]: g for g in doc["groups"]}
-    assert groups["rack-a"]["idle_allocated_gpu_hours"] == pytest.approx(2 * 24 * 0.2)
+    assert groups["rack-a"]["idle_allocated_gpu_hours"] == pytest.approx(32 * 24 * 0.1)
+    assert groups["rack-b"]["coverage"] == pytest.approx(0.5) and groups["rack-b"]["activity"] == 0
     assert (
         groups["p5-od"]["available_gpu_hours"] == pytest.approx(6.0) and groups["p5-od"]["coverage"] is None
     )
     assert [s["site"] for s in doc["sites"]] == ["rack", "cloud"]
-    assert doc["overall"]["active_gpu_hours"] == pytest.approx(38.4 + 3.0)
-    assert doc["verdict"]["verdict"] == "hybrid" and doc["window"]["hours"] == 24
+    assert doc["overall"]["active_gpu_hours"] == pytest.approx(691.2 + 3.0)
+    assert doc["verdict"]["utilization"] == pytest.approx(0.45) and doc["verdict"]["verdict"] == "cloud"
+    assert doc["window"]["hours"] == 24
 
 
 def test_days_clips_an_export_to_its_last_days(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,9 +82,9 @@ def test_cost_takes_the_measured_figure_and_names_its_origin(
     path = _export(tmp_path, rack_active=1.0)
     assert main(["cost", "--utilization-from-export", str(path), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["utilization"] == pytest.approx(2 / 3)
+    assert doc["utilization"] == pytest.approx(32 * 24 / (64 * 24))
     source = doc["utilization_source"]
-    assert source.startswith("DCGM measured, rack GPUs' engine-active / available GPU-hours, export ")
+    assert source.startswith("DCGM measured, rack GPUs' engine-active / owned GPU-hours, export ")
     assert str(path) in source and "(1.0 d)" in source
 
 
@@ -128,5 +140,5 @@ def test_an_empty_window_and_misplaced_options_exit_2(
     assert "--start/--end: for --sacct only" in capsys.readouterr().err
     assert main(["utilization", "--sacct", "-", "--days", "3"]) == 2
     assert "--days: for DCGM measurements" in capsys.readouterr().err
-    assert main(["utilization", "--export", str(empty), "--out", "x.json"]) == 2
-    assert "--out: for `gpucluster utilization export" in capsys.readouterr().err
+    assert main(["utilization", "--export", str(empty), "--save", "x.json"]) == 2
+    assert "--save: saves what --prometheus fetched" in capsys.readouterr().err

@@ -107,12 +107,13 @@ def test_the_verb_exits_2_without_traceback_when_prometheus_is_unreachable(
     assert "not an http(s) URL" in capsys.readouterr().err
 
 
-def test_export_writes_the_answers_and_the_verb_reads_them_back(
+def test_save_writes_the_answers_and_the_verb_reads_them_back(
     prometheus: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(commands.time, "time", lambda: NOW_S)
     out = tmp_path / "util.json"
-    assert main(["utilization", "export", "--prometheus", prometheus, "--days", "8", "--out", str(out)]) == 0
+    assert main(["utilization", "--prometheus", prometheus, "--days", "8", "--save", str(out)]) == 0
+    measured_live = capsys.readouterr().out
     saved = read_export(out.read_text(), str(out))
     assert (saved.start_s, saved.end_s, saved.step_s, saved.prometheus) == (
         START_S,
@@ -125,7 +126,9 @@ def test_export_writes_the_answers_and_the_verb_reads_them_back(
     doc = json.loads(capsys.readouterr().out)
     rack = doc["sites"][0]
     assert rack["available_gpu_hours"] == pytest.approx(8 * 24) and rack["activity"] == pytest.approx(0.5)
-    # exactly 50% is on the edge, and the edges belong to hybrid
-    assert doc["verdict"]["verdict"] == "hybrid" and len(doc["daily"]["rack"]) == 8
-    assert main(["utilization", "--prometheus", prometheus, "--days", "8"]) == 0
-    assert "rack-a" in capsys.readouterr().out
+    # one of the example's 64 owned rack GPUs was scraped: the verdict counts the other 63 as idle
+    assert doc["verdict"]["utilization"] == pytest.approx(0.5 / 64) and doc["verdict"]["verdict"] == "cloud"
+    assert len(doc["daily"]["rack"]) == 8
+    assert "rack-a" in measured_live
+    assert main(["utilization", "--export", str(out)]) == 0
+    assert capsys.readouterr().out == measured_live.replace(f"Prometheus {prometheus}", f"export {out}")
