@@ -19,10 +19,12 @@ from gpucluster.render import render
 from gpucluster.render.monitoring import retention_size_gib, series_estimate
 from tests.conftest import CLUSTER_FILES, ROOT
 
-PROMTOOL = shutil.which("promtool")
+# `make rack-deps` unpacks Debian's promtool here (Makefile: PROMTOOL); one on PATH serves as well.
+UNPACKED_PROMTOOL = ROOT / "build/debs/prometheus/usr/bin/promtool"
+PROMTOOL = str(UNPACKED_PROMTOOL) if UNPACKED_PROMTOOL.exists() else shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
     PROMTOOL is None,
-    reason="promtool missing: apt-get install prometheus (CI installs it with make rack-deps)",
+    reason="promtool missing: `make rack-deps` unpacks it (CI runs it), or apt-get install prometheus",
 )
 CONFIG = "monitoring/prometheus.yml"
 RULES = "monitoring/gpucluster-alerts.rules.yml"
