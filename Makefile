@@ -13,6 +13,11 @@ export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 
 # lua5.4: tests/routing compiles and runs the rendered job_submit.lua (luac -p, lua).
 RACK_DEBS := mmdebstrap systemd-container apt-cacher-ng socat iproute2 openssh-client lua5.4
+# promtool checks the rendered prometheus.yml and tests the alert rules (tests/render/test_monitoring.py).
+# Debian ships it only inside the `prometheus` package, whose install would start a Prometheus daemon (and
+# its recommended node exporter) on the test machine: the package is downloaded and promtool, a static
+# binary, unpacked under build/ instead.
+PROMTOOL := build/debs/prometheus/usr/bin/promtool
 N ?= 4
 
 .PHONY: help install rack-deps demo test lint unit synth render bench golden role-docs docs clean rack-up rack-down
@@ -41,6 +46,13 @@ rack-deps:  ## Debian packages the test rack needs (as root; skipped when presen
 	@if dpkg -s $(RACK_DEBS) >/dev/null 2>&1; then echo "rack packages present"; \
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(RACK_DEBS); \
 	else echo "the test rack needs root to install: $(RACK_DEBS)"; fi
+	@$(MAKE) --no-print-directory $(PROMTOOL)
+
+$(PROMTOOL):
+	@mkdir -p build/debs && cd build/debs && rm -f prometheus_*.deb && \
+	  { apt-get download -q prometheus 2>/dev/null || { apt-get update -q && apt-get download -q prometheus; }; } && \
+	  dpkg-deb -x prometheus_*.deb prometheus && rm -f prometheus_*.deb && test -x prometheus/usr/bin/promtool \
+	  || echo "promtool not unpacked: tests/render/test_monitoring.py's promtool tests will skip"
 
 install: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed  ## create the venvs and install the pinned CDK CLI
 

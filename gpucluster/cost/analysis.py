@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from gpucluster.clusterfile.catalog.prices import REFERENCE_REGION
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.aws import CapacityGroup, Spot
+from gpucluster.clusterfile.model.economics import VerdictBands
 from gpucluster.cost.checkpoint import CheckpointPlan, Method
 from gpucluster.cost.formulas import (
     HOURS_PER_MONTH,
@@ -114,7 +115,7 @@ def build_report(
         spot=spot,
         monthly=_monthly(cluster, onprem, u),
         inputs=inputs,
-        recommendation=_recommend(onprem_curve, markets, u),
+        recommendation=_recommend(onprem_curve, markets, u, cluster.economics.verdict),
         notes=_notes(cluster, markets),
     )
 
@@ -129,7 +130,9 @@ def _market(price: MarketPrice, spot: CheckpointPlan | None, onprem: Curve | Non
     return MarketResult(price, curve, curve.at(u), overhead, even)
 
 
-def _recommend(onprem: Curve | None, markets: list[MarketResult], u: float) -> Recommendation | None:
+def _recommend(
+    onprem: Curve | None, markets: list[MarketResult], u: float, bands: VerdictBands
+) -> Recommendation | None:
     steady = [m for m in markets if m.price.market != "spot"]
     if not steady:
         return None
@@ -146,6 +149,7 @@ def _recommend(onprem: Curve | None, markets: list[MarketResult], u: float) -> R
         cloud_usd_per_gpu_hour=best.usd_per_gpu_hour,
         break_even_utilization=best.break_even_utilization,
         also=extra,
+        bands=bands,
     )
 
 

@@ -29,6 +29,8 @@ from gpucluster.routing.history import HistoryError, parse_history
 from gpucluster.routing.replay import replay
 from gpucluster.routing.summary import summarize
 from gpucluster.text_input import UnreadableInputError, read_text
+from gpucluster.utilization import commands as measured
+from gpucluster.utilization.series import ExportError
 
 
 def fraction(text: str) -> float:
@@ -107,10 +109,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
         utilization, origin = args.utilization, "--utilization" if args.utilization else None
         if args.utilization_from:
             utilization, origin = _sacct_utilization(cluster, args.utilization_from)
+        if args.utilization_from_export:
+            utilization, origin = measured.export_utilization(cluster, args.utilization_from_export)
         report = build_report(cluster, args.file, utilization, origin, "daly" if args.daly else None)
         if args.routing_from:
             report = _routed(report, cluster, args.file, args.routing_from)
-    except (CostInputError, SacctError, HistoryError, UnreadableInputError) as exc:
+    except (CostInputError, SacctError, HistoryError, UnreadableInputError, ExportError) as exc:
         print(exc, file=sys.stderr)
         return exit_codes.BAD_INPUT
     text = {"json": as_json, "markdown": as_markdown}.get(args.format, as_table)(report)
@@ -174,7 +178,13 @@ def cmd_checkpoint_interval(args: argparse.Namespace) -> int:
 
 
 def cmd_utilization(args: argparse.Namespace) -> int:
-    """Allocated / available GPU-hours per partition from `sacct --parsable2` output."""
+    """GPU utilization: measured by DCGM (--prometheus, --export) or allocated per partition (--sacct)."""
+    misplaced = _misplaced(args)
+    if misplaced:
+        print(misplaced, file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    if not args.sacct:
+        return measured.cmd_measured(load_cluster_file(args.file).cluster, args)
     try:
         cluster = load_cluster_file(args.file).cluster
         jobs = parse_sacct(read_text(args.sacct), args.sacct)
@@ -205,6 +215,20 @@ def cmd_utilization(args: argparse.Namespace) -> int:
     return exit_codes.OK
 
 
+def _misplaced(args: argparse.Namespace) -> str | None:
+    """Options given with a source they do not apply to."""
+    if args.sacct:
+        given = [f for f, v in (("--days", args.days), ("--step-s", args.step_s), ("--plot", args.plot)) if v]
+        if given:
+            what = ", ".join(given)
+            return f"{what}: for DCGM measurements (--prometheus, --export); --sacct takes --start and --end"
+    elif args.start or args.end:
+        return "--start/--end: for --sacct only; DCGM measurements take --days"
+    if args.save and not args.prometheus:
+        return "--save: saves what --prometheus fetched; give --prometheus URL"
+    return None
+
+
 def add_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser], default_file: str) -> None:
     """Register the three cost verbs on the main parser."""
     for name, func in (
@@ -224,6 +248,11 @@ def _cost_options(sub: argparse.ArgumentParser) -> None:
     source = sub.add_mutually_exclusive_group()
     source.add_argument("--utilization", type=fraction, help="GPU utilization, 0.6 or 60%%")
     source.add_argument("--utilization-from", metavar="SACCT", help="sacct --parsable2 output file, or -")
+    source.add_argument(
+        "--utilization-from-export",
+        metavar="FILE",
+        help="DCGM engine-active in an export saved by `gpucluster utilization --prometheus URL --save FILE`",
+    )
     sub.add_argument(
         "--routing-from",
         metavar="SACCT",
@@ -249,9 +278,15 @@ def _checkpoint_options(sub: argparse.ArgumentParser) -> None:
 
 
 def _utilization_options(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument(
-        "--sacct", required=True, metavar="FILE", help="sacct --parsable2 output, or - for stdin"
+    sub.usage = (
+        "gpucluster utilization [file] (--prometheus URL [--save FILE] | --export FILE | --sacct FILE)"
+        " [options]"
     )
+    source = sub.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--sacct", metavar="FILE", help="sacct --parsable2 output, or - for stdin (allocation only)"
+    )
+    measured.add_options(sub, source)
     sub.add_argument("--start", type=local_time, help="window start (default: first job start)")
     sub.add_argument("--end", type=local_time, help="window end (default: last job end)")
     sub.add_argument("--format", choices=("table", "json"), default="table")

@@ -2,9 +2,10 @@
 
 The two field guides this product grew from agree on the shape: mostly idle → cloud, sustained high
 utilization → on-prem, in between → hybrid (steady base on-prem, bursts and experiments in AWS).
-Their thresholds differ (under 50% / over 75% in one, 80%+ in the other); we use 50% and 75%. A rule
-of thumb never decides alone: when the effective costs at the measured utilization contradict it,
-the costs win and the text says so. Every verdict prints the utilization and the two costs.
+Their thresholds differ (under 50% / over 75% in one, 80%+ in the other); the cluster file's
+`economics.verdict` holds ours (default 50% and 75%). A rule of thumb never decides alone: when the
+effective costs at the measured utilization contradict it, the costs win and the text says so.
+Every verdict prints the utilization and the two costs.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpucluster.clusterfile.model.economics import VerdictBands
+
 Verdict = Literal["cloud", "on-prem", "hybrid"]
-CLOUD_BELOW_UTILIZATION = 0.50
-ONPREM_ABOVE_UTILIZATION = 0.75
+DEFAULT_BANDS = VerdictBands()
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,14 @@ class Recommendation:
     text: str
 
 
-def rule_of_thumb(utilization: float) -> Verdict:
-    """The guides' utilization bands: under 50% cloud, over 75% on-prem, between hybrid."""
-    if utilization < CLOUD_BELOW_UTILIZATION:
+def rule_of_thumb(utilization: float, bands: VerdictBands = DEFAULT_BANDS) -> Verdict:
+    """The guides' utilization bands: below cloud_below cloud, above onprem_above on-prem, else hybrid.
+
+    The edges belong to hybrid: exactly cloud_below or exactly onprem_above is hybrid.
+    """
+    if utilization < bands.cloud_below:
         return "cloud"
-    if utilization > ONPREM_ABOVE_UTILIZATION:
+    if utilization > bands.onprem_above:
         return "on-prem"
     return "hybrid"
 
@@ -47,6 +52,7 @@ def recommend(
     cloud_usd_per_gpu_hour: float,
     break_even_utilization: float | None,
     also: str | None = None,
+    bands: VerdictBands = DEFAULT_BANDS,
 ) -> Recommendation:
     """Verdict from the rule, overruled by the costs where they disagree; text names the numbers."""
     costs = f"{cloud_market} ${cloud_usd_per_gpu_hour:.2f}/GPU-h"
@@ -56,7 +62,7 @@ def recommend(
             " is the cheapest steady market"
         )
         return Recommendation("cloud", utilization, None, cloud_market, cloud_usd_per_gpu_hour, None, text)
-    rule = rule_of_thumb(utilization)
+    rule = rule_of_thumb(utilization, bands)
     cheaper: Verdict = "on-prem" if onprem_usd_per_gpu_hour < cloud_usd_per_gpu_hour else "cloud"
     verdict: Verdict = rule if rule in ("hybrid", cheaper) else cheaper
     numbers = (

@@ -24,6 +24,7 @@ from gpucluster.names import (
 from gpucluster.power.config import from_cluster as power_config
 from gpucluster.render.context import onprem_hosts, slurm_context
 from gpucluster.render.fabric import fabric_context
+from gpucluster.render.monitoring import monitoring_context
 from gpucluster.render.node_files import BY_PATH, NODE_FILES, files_of
 from gpucluster.routing.config import from_cluster as routing_config
 
@@ -37,6 +38,7 @@ ONPREM_FILES: Final = tuple(f.path for f in files_of("onprem"))
 GROUP_FILES: Final = tuple(f.path for f in files_of("group"))
 POWER_FILES: Final = tuple(f.path for f in files_of("controller") if f.path.startswith("power/"))
 ROUTING_FILES: Final = tuple(f.path for f in files_of("controller") if f.path.startswith("routing/"))
+MONITORING_FILES: Final = tuple(f.path for f in files_of("controller") if f.path.startswith("monitoring/"))
 DESTINATIONS: Final = {f.path: f.label for f in NODE_FILES}
 
 
@@ -134,6 +136,8 @@ def _render_controller(cluster: Cluster, source: str) -> dict[str, str]:
             "config_path": ROUTING_CONFIG,
         }
         out.update({path: _render_one(path, source, routing) for path in ROUTING_FILES})
+    monitoring = {"m": monitoring_context(cluster), "cluster_name": cluster.name}
+    out.update({path: _render_one(path, source, monitoring) for path in MONITORING_FILES})
     return out
 
 

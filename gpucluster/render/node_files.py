@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Final, Literal
 
 from gpucluster.clusterfile.hostlist import compress, expand
+from gpucluster.names import PROMETHEUS_RULES
 
 Scope = Literal["shared", "onprem", "group", "cloud", "controller"]
 
@@ -283,6 +284,30 @@ NODE_FILES: Final[tuple[NodeFile, ...]] = (
         "/etc/systemd/system/gpucluster-routing.timer",
         "controller",
         "slurm_controller",
+        _nothing,
+    ),
+    # Monitoring (every cluster): Prometheus on the controller, installed by the monitoring_prometheus role,
+    # whose handler reloads it (SIGHUP, `systemctl reload prometheus`) for the configuration and the rules
+    # and restarts it for /etc/default/prometheus. No Slurm daemon is touched: NONE for the review.
+    NodeFile(
+        "monitoring/prometheus.yml",
+        "/etc/prometheus/prometheus.yml",
+        "controller",
+        "monitoring_prometheus",
+        _nothing,
+    ),
+    NodeFile(
+        "monitoring/gpucluster-alerts.rules.yml",
+        PROMETHEUS_RULES,
+        "controller",
+        "monitoring_prometheus",
+        _nothing,
+    ),
+    NodeFile(
+        "monitoring/prometheus.default",
+        "/etc/default/prometheus",
+        "controller",
+        "monitoring_prometheus",
         _nothing,
     ),
 )

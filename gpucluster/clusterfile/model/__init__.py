@@ -7,6 +7,7 @@ from typing import Literal
 from gpucluster.clusterfile.model.aws import Aws
 from gpucluster.clusterfile.model.common import Name, Strict
 from gpucluster.clusterfile.model.economics import Economics
+from gpucluster.clusterfile.model.monitoring import Monitoring
 from gpucluster.clusterfile.model.onprem import OnPrem
 from gpucluster.clusterfile.model.routing import Routing
 from gpucluster.clusterfile.model.software import Slurm, Versions
@@ -23,4 +24,5 @@ class Cluster(Strict):
     onprem: OnPrem | None = None
     aws: Aws | None = None
     economics: Economics = Economics()
+    monitoring: Monitoring = Monitoring()
     routing: Routing | None = None

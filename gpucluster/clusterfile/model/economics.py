@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from gpucluster.clusterfile.catalog.hardware import INSTANCE_TYPES
 from gpucluster.clusterfile.model.common import Fraction, Strict
@@ -27,6 +27,28 @@ class OnPremEconomics(Strict):
     idle_power_fraction: Fraction = 1.0
 
 
+class VerdictBands(Strict):
+    """The field guides' utilization rule: below cloud_below go cloud, above onprem_above on-prem."""
+
+    cloud_below: Fraction = Field(
+        default=0.5,
+        description="Measured utilization below this share says cloud (the guides: under 50%).",
+    )
+    onprem_above: Fraction = Field(
+        default=0.75,
+        description="Measured utilization above this share says on-prem; between the two, hybrid.",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> VerdictBands:
+        if self.cloud_below >= self.onprem_above:
+            raise ValueError(
+                f"cloud_below ({self.cloud_below:g}) must be below onprem_above ({self.onprem_above:g});"
+                " lower cloud_below or raise onprem_above (the guides use 0.5 and 0.75)"
+            )
+        return self
+
+
 class Economics(Strict):
     """Inputs for effective $/GPU-hour; all optional."""
 
@@ -44,6 +66,8 @@ class Economics(Strict):
     # Burst overhead: every cloud run is billed from launch to power-down, not only while its job runs.
     cloud_run_hours: PositiveFloat = 12.0  # a powered-up cloud node's mean run of back-to-back jobs
     cloud_boot_minutes: Annotated[float, Field(ge=0)] = 10.0  # billed from launch until slurmd registers
+    # The bands the verdict applies to a measured utilization (docs/utilization.md says which figure).
+    verdict: VerdictBands = VerdictBands()
 
     @field_validator(
         "savings_plan_1y_usd_per_hour", "savings_plan_3y_usd_per_hour", "capacity_block_usd_per_hour"
