@@ -61,7 +61,7 @@ install: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed  
 # (it tears its rack down itself), and either part failing fails the target.
 demo: install rack-deps  ## validate, show, render, cdk synth; a local rack converged, accepted, running a job; the burst beside them
 	@mkdir -p build
-	@$(BIN)/python -m gpucluster_rack.demo_burst > build/demo-burst.log 2>&1 & burst=$$!; status=0; \
+	@$(BIN)/python -u -m gpucluster_rack.demo_burst > build/demo-burst.log 2>&1 & burst=$$!; status=0; \
 	echo "==> burst, on its own rack beside the steps below (log printed after them): the rack's slurmctld launches emulated cloud nodes for a 2-node job and powers them down; a spot job checkpoints on its two-minute notice and resumes"; \
 	{ echo "==> gpucluster validate $(CLUSTER)" && $(BIN)/gpucluster validate $(CLUSTER) && \
 	  echo "==> gpucluster show $(CLUSTER)" && $(BIN)/gpucluster show $(CLUSTER) && \

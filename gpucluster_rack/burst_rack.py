@@ -34,7 +34,9 @@ from gpucluster_rack.sh import progress, run
 
 RACK = "c"
 IMAGE_NODE = "n2"
-IMAGE_ROOT = Path("/var/lib/gpucluster-rack-images/burst-node")
+# One image per rack: `make demo`'s burst rack and the tests' rack may build theirs at the same time, and each
+# rack's instances boot from its own image's layer while the other replaces its own.
+IMAGES = Path("/var/lib/gpucluster-rack-images")
 USER = "alice"
 IDLE_S = 60  # idle_minutes: 1, the shortest the cluster file allows
 GROUPS = ("p5-spot", "p5-od")
@@ -197,7 +199,7 @@ def burst_rack(name: str = RACK) -> Iterator[Burst]:
         image_build = _build_image(rack)
         assert image_build.rc == 0, image_build.output[-4000:]
         rack.stop_node(IMAGE_NODE)
-        image = cloud_image.save(rack.node(2), image_vars(cluster), IMAGE_ROOT)
+        image = cloud_image.save(rack.node(2), image_vars(cluster), IMAGES / f"burst-node-{rack.name}")
         _write_ansible_vars(rack)
         progress(f"rack {rack.name}: converging ctl and n1")
         first = converge(rack)

@@ -123,21 +123,20 @@ def add_options(sub: argparse.ArgumentParser, source: argparse._MutuallyExclusiv
     )
 
 
-def _days(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
-    if not 1 <= value <= 3650:
-        raise argparse.ArgumentTypeError(f"{text}: give 1 to 3650 days (the guides measure 14 to 28)")
-    return value
+def _whole(unit: str, low: int, high: int, hint: str) -> Callable[[str], int]:
+    """Argparse type: a whole number of `unit` from low to high, the hint saying why."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {unit}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text}: give {low} to {high} {unit} ({hint})")
+        return value
+
+    return parse
 
 
-def _step(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
-    if not 1 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"{text}: give 1 to 3600 seconds (at least the scrape interval)")
-    return value
+_days = _whole("days", 1, 3650, "the guides measure 14 to 28")
+_step = _whole("seconds", 1, 3600, "at least the scrape interval")
