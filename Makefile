@@ -46,7 +46,7 @@ rack-deps:  ## Debian packages the test rack needs (as root; skipped when presen
 	@if dpkg -s $(RACK_DEBS) >/dev/null 2>&1; then echo "rack packages present"; \
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(RACK_DEBS); \
 	else echo "the test rack needs root to install: $(RACK_DEBS)"; fi
-	@$(MAKE) --no-print-directory $(PROMTOOL)
+	@$(MAKE) -s --no-print-directory $(PROMTOOL)
 
 $(PROMTOOL):
 	@mkdir -p build/debs && cd build/debs && rm -f prometheus_*.deb && \
@@ -80,23 +80,28 @@ lint: install  ## ruff and mypy --strict (ansible-lint runs in tests/ansible)
 	$(BIN)/ruff format --check gpucluster stacks tests bench app.py ansible/plugins tools gpucluster_rack
 	$(BIN)/mypy gpucluster stacks app.py tools gpucluster_rack
 
-# Two pytest processes side by side: the burst rack mostly waits (cloud nodes booting, Slurm's idle and
-# resume timers), so the pins rack and the offline suite run beside it and the other racks. Racks have their own names,
-# networks, apt proxies and ssh control sockets, and the node image is built once under a lock. The
-# second process's report is printed after the first's; either failing fails the target.
+# Three pytest processes side by side, each a chain of modules that boot their own racks: the burst rack
+# mostly waits (cloud nodes booting, Slurm's idle and resume timers), so the other racks and the offline suite
+# run beside it. Racks have their own names, networks, apt proxies and ssh control sockets, and the node image
+# is built once under a lock. The chains are balanced by their modules' recorded times on this machine (alone:
+# the burst rack about 30 minutes; e2e, gpu stack and harness about 12 and the pins rack 18; the offline suite
+# 12, the Slurm release build and the newest ansible-core's converge a few each). Each process's report,
+# with its slowest tests: the burst chain's as it runs, the others' after it; any failing fails the target.
 # The ansible-core matrix: everything runs on the venv's ansible-core (the oldest the collection claims) except
 # tests/rack/test_ansible_newest.py, which runs the collection's tests and a 2-node rack converge on the newest,
-# from a Debian 13 controller root it builds once (requirements-ansible-newest.txt): about 3 minutes, and half a
-# minute more the first time. It runs in the second process, which by the modules' recorded times ends first (the
-# burst and e2e racks about 18 minutes each in the first; the pins rack about 18 in the second).
-BESIDE_BURST := tests/rack/test_burst.py tests/rack/test_e2e.py tests/rack/test_gpu_stack.py tests/rack/test_harness.py
+# from a Debian 13 controller root it builds once (requirements-ansible-newest.txt).
+BURST_CHAIN := tests/rack/test_burst.py
+RACK_CHAIN := tests/rack/test_e2e.py tests/rack/test_gpu_stack.py tests/rack/test_harness.py tests/rack/test_nvidia_pins.py
+PYTEST_CHAIN := $(BIN)/pytest -q -p no:cacheprovider --durations=15
 unit: install rack-deps  ## the Python test suite, including the end-to-end rack tests
 	@mkdir -p build
-	@$(BIN)/pytest -q -p no:cacheprovider $(addprefix --ignore=,$(BESIDE_BURST)) > build/unit-rest.log 2>&1 & rest=$$!; \
-	$(BIN)/pytest -q $(BESIDE_BURST); first=$$?; \
-	wait $$rest; second=$$?; \
-	echo "==> the rest of the suite, run beside those rack modules (build/unit-rest.log):"; cat build/unit-rest.log; \
-	echo "==> $(BESIDE_BURST): exit $$first; the rest: exit $$second"; test $$first -eq 0 -a $$second -eq 0
+	@$(PYTEST_CHAIN) $(RACK_CHAIN) > build/unit-racks.log 2>&1 & racks=$$!; \
+	$(PYTEST_CHAIN) $(addprefix --ignore=,$(BURST_CHAIN) $(RACK_CHAIN)) > build/unit-rest.log 2>&1 & rest=$$!; \
+	$(PYTEST_CHAIN) $(BURST_CHAIN); status=$$?; echo "==> $(BURST_CHAIN): exit $$status"; \
+	for chain in racks:$$racks rest:$$rest; do \
+	  wait $${chain#*:}; rc=$$?; echo "==> build/unit-$${chain%:*}.log, run beside: exit $$rc"; cat build/unit-$${chain%:*}.log; \
+	  test $$rc -eq 0 || status=1; \
+	done; exit $$status
 
 test: lint unit  ## everything CI runs
 
