@@ -85,6 +85,9 @@ ROUTING_UNIT = "gpucluster-routing"  # the burst controller's systemd service an
 # per node in this directory (written on resume, removed on suspend); rack nodes are in prometheus.yml.
 PROMETHEUS_CLOUD_TARGETS = "/etc/prometheus/file_sd/gpucluster-cloud"
 PROMETHEUS_RULES = "/etc/prometheus/rules/gpucluster.rules.yml"
+# dcgm-exporter's --hpc-job-mapping-dir: Slurm's prolog writes the job IDs on each GPU, one file per GPU
+# index, and the exporter labels that GPU's series hpc_job ("allocated" to `gpucluster utilization`).
+DCGM_JOB_MAPPING_DIR = "/run/gpucluster/dcgm-job-map"
 # Fixed ids so files on shared storage and munge credentials agree on every node (SlurmUser is slurm).
 SLURM_UID = 64030
 MUNGE_UID = 64031

@@ -91,6 +91,42 @@ exec python3 -m http.server --bind 127.0.0.1 "$port"
 """
 
 
+# The exporter serves DCGM fields driven by a known load (gpucluster_rack/dcgm_exporter_mimic.py); the
+# package's default counters file has the fields of dcgm-exporter's own etc/default-counters.csv that the
+# mimic knows, profiling ones included, but not SM occupancy or the ECC totals (commented out there).
+_DEFAULT_COUNTERS = """# Format: DCGM field, Prometheus metric type, help message
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).
+DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).
+DCGM_FI_DEV_FB_FREE, gauge, Frame buffer memory free (in MiB).
+DCGM_FI_DEV_FB_USED, gauge, Frame buffer memory used (in MiB).
+DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.
+# DCGM_FI_DEV_ECC_SBE_VOL_TOTAL, counter, Total number of single-bit volatile ECC errors.
+# DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.
+DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active.
+# DCGM_FI_PROF_SM_OCCUPANCY, gauge, The ratio of number of warps resident on an SM.
+DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, Ratio of cycles the tensor (HMMA) pipe is active.
+DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles the device memory interface is active.
+"""
+# What a job runs to keep its GPUs busy a known fraction of the time: the exporter mimic reads the fraction
+# per GPU. The job's GPUs are Slurm's indices (SLURM_STEP_GPUS or SLURM_JOB_GPUS), as the prolog maps them.
+_GPU_LOAD = """#!/bin/sh
+# gpucluster mimic: gpucluster-mimic-gpu-load FRACTION SECONDS keeps this job's GPUs FRACTION busy.
+fraction=$1; seconds=$2
+gpus=$(echo "${SLURM_STEP_GPUS:-${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}}" | tr ',' ' ')
+mkdir -p /run/gpucluster-mimic/gpu-load
+for gpu in $gpus; do echo "$fraction" > "/run/gpucluster-mimic/gpu-load/$gpu"; done
+trap 'for gpu in $gpus; do rm -f "/run/gpucluster-mimic/gpu-load/$gpu"; done' EXIT
+trap 'exit 143' INT TERM
+sleep "$seconds" & wait $!
+"""
+EXPORTER_FILES = {
+    "usr/bin/dcgm-exporter": (Path(__file__).with_name("dcgm_exporter_mimic.py")).read_text(),
+    "usr/bin/gpucluster-mimic-gpu-load": _GPU_LOAD,
+    "etc/dcgm-exporter/default-counters.csv": _DEFAULT_COUNTERS,
+}
+
+
 @dataclass(frozen=True)
 class Deb:
     """One empty package: name, version, Depends line, placeholder files (path to text; bin/ ones 0755)."""
@@ -237,7 +273,7 @@ def stack(kernel: str) -> list[Deb]:
                 "datacenter-gpu-manager-exporter",
                 exporter,
                 f"datacenter-gpu-manager-4-core (>= {DCGM[0]})",
-                {"usr/bin/dcgm-exporter": _LISTENER.format(port=9400)},
+                EXPORTER_FILES,
             ),
         ]
     for revision in KERNEL_REVISIONS:

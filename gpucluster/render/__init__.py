@@ -13,6 +13,7 @@ from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import NodeGroup, group_of_host, node_groups
 from gpucluster.cost.inputs import contract_interval_s
 from gpucluster.names import (
+    DCGM_JOB_MAPPING_DIR,
     NODE_TAG,
     POWER_BIN,
     ROUTING_CONFIG,
@@ -113,6 +114,7 @@ def _render_shared(cluster: Cluster, source: str) -> dict[str, str]:
         "cluster": cluster,
         "slurm": slurm_context(cluster),
         "paths": {f.path: f.destination for f in NODE_FILES},
+        "job_mapping_dir": DCGM_JOB_MAPPING_DIR,
     }
     return {path: _render_one(path, source, context) for path in SHARED_FILES}
 

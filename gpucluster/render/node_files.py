@@ -226,6 +226,9 @@ NODE_FILES: Final[tuple[NodeFile, ...]] = (
     ),
     # Run for every task, so a new version takes effect with the next task.
     NodeFile("slurm/task_prolog", "/etc/slurm/task_prolog", "shared", "slurm_common", _nothing, mode="0755"),
+    # slurmd runs them as root at each job's allocation and end, so a new version applies to the next job.
+    NodeFile("slurm/prolog", "/etc/slurm/prolog", "shared", "slurm_common", _nothing, mode="0755"),
+    NodeFile("slurm/epilog", "/etc/slurm/epilog", "shared", "slurm_common", _nothing, mode="0755"),
     # The controller writes it too: slurmctld reads it, and serves it to configless cloud nodes.
     NodeFile(
         "slurm/gres.conf",

@@ -17,6 +17,7 @@ ROLE = "gpu_dcgm"
 SOURCES = "/etc/apt/sources.list.d/cuda.sources"
 PREFERENCES = "/etc/apt/preferences.d/gpucluster-dcgm.pref"
 UNIT = "/etc/systemd/system/dcgm-exporter.service"
+COUNTERS = "/etc/dcgm-exporter/gpucluster-counters.csv"
 ENGINE = ["datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-cuda13"]
 EXPORTER = "datacenter-gpu-manager-exporter"
 RUNNING = {"nvidia-dcgm": (True, True), "dcgm-exporter": (True, True)}
@@ -33,6 +34,7 @@ def _node(mode: str = "full", **change: Any) -> dict[str, Any]:
         SOURCES: file_entry("Types: deb\n"),
         PREFERENCES: file_entry(_expression("__gpu_dcgm_bodies.preferences", gpu_dcgm_install_mode=mode)),
         **({UNIT: file_entry(_expression("__gpu_dcgm_bodies.exporter_unit"))} if full else {}),
+        **({COUNTERS: file_entry(_expression("__gpu_dcgm_bodies.counters"))} if full else {}),
         **change.get("files", {}),
     }
     packages = ENGINE + ([EXPORTER] if full else [])
@@ -83,6 +85,33 @@ def test_a_different_exporter_unit_is_rewritten() -> None:
     assert _plan(_node(files={UNIT: None}))["pending"] == ["unit"]
 
 
+def test_a_missing_or_edited_counters_file_is_rewritten_and_the_unit_names_it_and_the_job_mapping() -> None:
+    assert _plan(_node(files={COUNTERS: None}))["pending"] == ["counters"]
+    assert _plan(_node(files={COUNTERS: file_entry("DCGM_FI_DEV_GPU_TEMP, gauge, t\n")}))["pending"] == [
+        "counters"
+    ]
+    assert COUNTERS in _expression("__gpu_dcgm_names")["read"]["paths"]
+    unit = _expression("__gpu_dcgm_bodies.exporter_unit", gpu_dcgm_job_mapping_dir="/run/x")
+    assert f"--collectors {COUNTERS} " in unit and unit.rstrip().count("--hpc-job-mapping-dir /run/x") == 1
+
+
+def test_the_counters_file_collects_engine_activity_occupancy_xid_and_ecc() -> None:
+    fields = {
+        line.split(",")[0]
+        for line in _expression("__gpu_dcgm_bodies.counters").splitlines()
+        if line and not line.startswith("#")
+    }
+    wanted = {
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    }
+    assert wanted <= fields
+
+
 @pytest.mark.parametrize(
     ("services", "pending"),
     [
@@ -99,7 +128,8 @@ def test_a_stopped_or_disabled_service_is_started(
 
 
 def test_userspace_installs_no_exporter_and_starts_nothing() -> None:
-    plan = _plan(_node("userspace", files={UNIT: None}, services={}), gpu_dcgm_install_mode="userspace")
+    files = {UNIT: None, COUNTERS: None}
+    plan = _plan(_node("userspace", files=files, services={}), gpu_dcgm_install_mode="userspace")
     assert plan["pending"] == []
     names = _expression("__gpu_dcgm_names", gpu_dcgm_install_mode="userspace")
     assert names["apt_names"] == ENGINE and names["read"]["services"] == []

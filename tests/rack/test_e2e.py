@@ -179,6 +179,23 @@ def test_gres_allocates_two_declared_gpus(rack: Rack) -> None:
     assert "Requested node configuration is not available" in refused
 
 
+def test_the_prolog_maps_a_jobs_gpus_for_dcgm_exporter_and_the_epilog_clears_them(rack: Rack) -> None:
+    """slurmd runs the rendered Prolog at allocation with the job's GPUs and the Epilog at its end."""
+    mapping = names.DCGM_JOB_MAPPING_DIR
+    job = _running_job(rack, "-w n1 --gres=gpu:2")
+    try:
+        shown = rack.ssh("n1", f"grep -H . {mapping}/[0-9]*", check=False).split()
+        assert sorted(shown) == [f"{mapping}/0:{job}", f"{mapping}/1:{job}"], shown
+    finally:
+        rack.ssh("ctl", f"scancel {job}")
+    deadline = time.monotonic() + 60
+    while rack.ssh("n1", f"ls {mapping}/ | grep -c '^[0-9]'", check=False).strip() != "0":
+        assert time.monotonic() < deadline, rack.ssh("n1", f"ls -l {mapping}/", check=False)
+        time.sleep(1)
+    state, reason = slurm_nodes(rack, "n1")["n1"]
+    assert "DRAIN" not in state and state.startswith(("IDLE", "MIXED")), (state, reason)  # no script failed
+
+
 def test_jobs_take_slurmds_locked_memory_limit_not_the_submitting_shells(rack: Rack) -> None:
     # RDMA pins memory: a login shell's 64 KiB limit must not reach the job (PropagateResourceLimitsExcept).
     # slurmd's own limit is its unit's LimitMEMLOCK=infinity where the machine allows it (docs/slurm.md).

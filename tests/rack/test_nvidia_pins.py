@@ -26,6 +26,8 @@ import yaml
 
 from gpucluster.ansible_vars import image_vars
 from gpucluster.clusterfile import load
+from gpucluster.utilization.exposition import parse_exposition
+from gpucluster.utilization.series import ENGINE_ACTIVE
 from gpucluster_rack import cloud_image, efa_mimic
 from gpucluster_rack import nvidia_mimic as mimic
 from gpucluster_rack.handlers import handlers_run
@@ -333,6 +335,30 @@ def test_services_of_the_pinned_packages_run(pinned: Pinned) -> None:
     for node in NODES:
         for unit in ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "dcgm-exporter"):
             assert _sh(pinned.rack, node, f"systemctl is-active {unit}").strip() == "active", (node, unit)
+
+
+def test_the_exporter_serves_the_role_s_fields_with_the_job_and_the_load_of_each_gpu(pinned: Pinned) -> None:
+    """The unit's counters file and job-mapping directory, read by the exporter mimic, scraped from ctl.
+
+    The node's installed Prolog maps job 77 to GPUs 0 and 1 (as slurmd would run it), and the mimic's load
+    tool keeps those GPUs 80% busy; gpucluster's own parser reads the page.
+    """
+    env = "SLURM_JOB_ID=77 SLURM_JOB_GPUS=0,1"
+    busy = f"env {env} gpucluster-mimic-gpu-load 0.8 60 >/dev/null 2>&1 &"
+    _sh(pinned.rack, "n1", f"env {env} /etc/slurm/prolog && ({busy}) && sleep 2")
+    try:
+        address = pinned.rack.node(1).address
+        url = f"http://{address}:9400/metrics"
+        fetch = f"python3 -c \"import urllib.request as u; print(u.urlopen('{url}').read().decode())\""
+        page = parse_exposition(_sh(pinned.rack, "ctl", fetch), "n1:9400/metrics")
+    finally:
+        _sh(pinned.rack, "n1", f"pkill -f '[g]pucluster-mimic-gpu-load'; env {env} /etc/slurm/epilog")
+    active = {(s.labels["gpu"], s.labels.get("hpc_job", "")): s.value for s in page.of(ENGINE_ACTIVE)}
+    assert active[("0", "77")] == active[("1", "77")] == pytest.approx(0.8), active
+    assert all(value == 0 for (gpu, job), value in active.items() if gpu not in {"0", "1"}), active
+    # Only the role's counters file turns these on (the package's default list has them commented out).
+    assert page.of("DCGM_FI_PROF_SM_OCCUPANCY") and page.of("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
+    assert {s.labels["Hostname"] for s in page.samples} == {"n1"}
 
 
 def test_the_image_refuses_a_plugin_pin_its_efa_installer_does_not_bundle(pinned: Pinned) -> None:

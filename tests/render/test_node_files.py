@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 from gpucluster.clusterfile import Cluster, load
+from gpucluster.names import DCGM_JOB_MAPPING_DIR
 from gpucluster.render import render
 from gpucluster.render.node_files import (
     NODE_FILES,
@@ -49,6 +51,8 @@ def test_role_records_carry_what_the_tasks_write(example: Cluster) -> None:
         "slurm/cgroup.conf",
         "slurm/topology.conf",
         "slurm/task_prolog",
+        "slurm/prolog",
+        "slurm/epilog",
         "net/hosts",
     }
     conf = records["slurm/slurm.conf"]
@@ -173,3 +177,27 @@ def test_task_prolog_exports_the_fabric_environment_without_overriding_the_job(
     assert exports["LD_LIBRARY_PATH"].startswith("/opt/amazon/ofi-nccl/lib:")
     assert exports["LD_LIBRARY_PATH"].endswith(":/home/u/lib")
     assert out.stderr == ""
+
+
+def _run_job_script(script: Path, job: str, gpus: str | None) -> None:
+    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": job, **({"SLURM_JOB_GPUS": gpus} if gpus else {})}
+    done = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_prolog_and_epilog_keep_dcgm_exporters_gpu_job_map(example: Cluster, tmp_path: Path) -> None:
+    files = render(example, "onprem", host="gpu-a01")
+    mapping = tmp_path / "map"
+    for name in ("prolog", "epilog"):
+        text = files[f"slurm/{name}"]
+        assert f"dir={DCGM_JOB_MAPPING_DIR}\n" in text
+        (tmp_path / name).write_text(text.replace(DCGM_JOB_MAPPING_DIR, str(mapping)))
+    _run_job_script(tmp_path / "prolog", "41", "0,1")
+    _run_job_script(tmp_path / "prolog", "42", "1")
+    _run_job_script(tmp_path / "prolog", "42", "1")  # a prolog run twice writes the job once
+    _run_job_script(tmp_path / "prolog", "43", None)  # no GPUs: nothing to map
+    assert {p.name: p.read_text() for p in mapping.glob("[0-9]*")} == {"0": "41\n", "1": "41\n42\n"}
+    _run_job_script(tmp_path / "epilog", "41", "0,1")
+    assert {p.name: p.read_text() for p in mapping.glob("[0-9]*")} == {"1": "42\n"}
+    _run_job_script(tmp_path / "epilog", "42", "1")
+    assert list(mapping.glob("[0-9]*")) == []

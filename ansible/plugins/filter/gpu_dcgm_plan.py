@@ -69,7 +69,12 @@ def gpu_dcgm_names(inputs: dict[str, Any]) -> dict[str, Any]:
         "read": {
             "packages": True,
             "package_names": apt_names,
-            "paths": [NVIDIA_APT_SOURCES, PREFERENCES, EXPORTER_UNIT],
+            "paths": [
+                NVIDIA_APT_SOURCES,
+                PREFERENCES,
+                EXPORTER_UNIT,
+                *([str(inputs["counters"])] if full else []),
+            ],
             "services": SERVICES if full else [],
         },
     }
@@ -81,11 +86,12 @@ def gpu_dcgm_plan(
     bodies: dict[str, str],
     after: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Steps: install, hold, and in full mode the exporter's unit, the host engine and the exporter.
+    """Steps: install, hold; in full mode the exporter's unit and counters, the host engine and the exporter.
 
     install: apt preferences differ or a package is missing (dnf: always); hold: a package unheld; the unit
-    where the node's differs; each service where it is not active and enabled. bodies: the preferences and
-    the exporter unit as the role writes them. after: `changed` of this run's install, for the hold.
+    and the counters file where the node's differ; each service where it is not active and enabled. bodies:
+    the preferences, the exporter unit and the counters file as the role writes them. after: `changed` of
+    this run's install, for the hold.
     """
     names = gpu_dcgm_names(inputs)
     if names["failed"]:
@@ -104,6 +110,7 @@ def gpu_dcgm_plan(
         steps["hold"] = apt_to_hold(state, names["apt_names"], after)
     if names["full"]:  # both services need GPUs
         steps["unit"] = not state_current(state, EXPORTER_UNIT, bodies["exporter_unit"])
+        steps["counters"] = not state_current(state, str(inputs["counters"]), bodies["counters"])
         steps["hostengine"] = not service_current(state, "nvidia-dcgm")
         steps["exporter"] = not service_current(state, "dcgm-exporter")
     return plan([], steps)
