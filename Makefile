@@ -80,30 +80,38 @@ lint: install  ## ruff and mypy --strict (ansible-lint runs in tests/ansible)
 	$(BIN)/ruff format --check gpucluster stacks tests bench app.py ansible/plugins tools gpucluster_rack
 	$(BIN)/mypy gpucluster stacks app.py tools gpucluster_rack
 
-# Three pytest processes side by side, each a chain of modules that boot their own racks: the burst rack
+# Four pytest processes side by side, each a chain of modules that boot their own racks: the burst rack
 # mostly waits (cloud nodes booting, Slurm's idle and resume timers), so the other racks and the offline suite
 # run beside it. Racks have their own names, networks, apt proxies and ssh control sockets, and the node image
-# is built once under a lock. The chains are balanced by their modules' recorded times on this machine (alone:
-# the burst rack about 30 minutes; e2e, gpu stack and harness about 12 and the pins rack 18; the offline suite
-# 12, the Slurm release build and the newest ansible-core's converge a few each). Each process's report,
-# with its slowest tests: the burst chain's as it runs, the others' after it; any failing fails the target.
+# is built once under a lock. The whole run is CPU-bound on two cores (issue 31): the pins rack, the longest
+# single module (about 18 minutes alone), has a chain of its own so it does not run alone at the end.
+# Each process's report ends with its slowest tests and its CPU seconds by module (tests/conftest.py): the
+# burst chain's as it runs, the others' after it; any failing fails the target.
 # The ansible-core matrix: everything runs on the venv's ansible-core (the oldest the collection claims) except
 # tests/rack/test_ansible_newest.py, which runs the collection's tests and a 2-node rack converge on the newest,
 # from a Debian 13 controller root it builds once (requirements-ansible-newest.txt).
 BURST_CHAIN := tests/rack/test_burst.py
-RACK_CHAIN := tests/rack/test_e2e.py tests/rack/test_gpu_stack.py tests/rack/test_harness.py tests/rack/test_nvidia_pins.py
+RACK_CHAIN := tests/rack/test_e2e.py tests/rack/test_gpu_stack.py tests/rack/test_harness.py
+PINS_CHAIN := tests/rack/test_nvidia_pins.py
 PYTEST_CHAIN := $(BIN)/pytest -q -p no:cacheprovider --durations=15
 unit: install rack-deps  ## the Python test suite, including the end-to-end rack tests
 	@mkdir -p build
-	@$(PYTEST_CHAIN) $(RACK_CHAIN) > build/unit-racks.log 2>&1 & racks=$$!; \
-	$(PYTEST_CHAIN) $(addprefix --ignore=,$(BURST_CHAIN) $(RACK_CHAIN)) > build/unit-rest.log 2>&1 & rest=$$!; \
+	@$(PYTEST_CHAIN) $(PINS_CHAIN) > build/unit-pins.log 2>&1 & pins=$$!; \
+	$(PYTEST_CHAIN) $(RACK_CHAIN) > build/unit-racks.log 2>&1 & racks=$$!; \
+	$(PYTEST_CHAIN) $(addprefix --ignore=,$(BURST_CHAIN) $(RACK_CHAIN) $(PINS_CHAIN)) > build/unit-rest.log 2>&1 & rest=$$!; \
 	$(PYTEST_CHAIN) $(BURST_CHAIN); status=$$?; echo "==> $(BURST_CHAIN): exit $$status"; \
-	for chain in racks:$$racks rest:$$rest; do \
+	for chain in racks:$$racks pins:$$pins rest:$$rest; do \
 	  wait $${chain#*:}; rc=$$?; echo "==> build/unit-$${chain%:*}.log, run beside: exit $$rc"; cat build/unit-$${chain%:*}.log; \
 	  test $$rc -eq 0 || status=1; \
 	done; exit $$status
 
-test: lint unit  ## everything CI runs
+# lint beside unit: the racks' first minute waits on the node image build (one core), and lint needs the other.
+test: install rack-deps  ## everything CI runs: lint beside the unit chains; either failing fails it
+	@mkdir -p build
+	@$(MAKE) --no-print-directory lint > build/lint.log 2>&1 & lint=$$!; status=0; \
+	$(MAKE) --no-print-directory unit || status=1; \
+	wait $$lint; rc=$$?; echo "==> make lint (build/lint.log), run beside: exit $$rc"; cat build/lint.log; \
+	test $$rc -eq 0 || status=1; exit $$status
 
 synth: install  ## cdk synth the cluster file in CLUSTER
 	npx cdk synth -q -c cluster=$(CLUSTER)

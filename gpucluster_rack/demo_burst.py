@@ -36,7 +36,7 @@ def _ctl(burst: Burst, command: str) -> str:
 
 def main() -> int:
     """Burst one job, show the nodes at each step, wait for them to power down."""
-    with burst_rack(DEMO_RACK) as burst:
+    with burst_rack(DEMO_RACK, rerun=False) as burst:
         if burst.first.rc != 0:
             print(burst.first.output[-4000:], file=sys.stderr)
             return 1
