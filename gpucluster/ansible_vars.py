@@ -90,6 +90,7 @@ def _power_vars(cluster: Cluster) -> dict[str, Any]:
         "slurm_controller_power_enabled": True,
         "slurm_controller_power_requirement": f"gpucluster[power]=={__version__}",
         "slurm_controller_reconcile_seconds": cluster.aws.burst.reconcile_seconds,
+        "slurm_controller_prometheus_targets_dir": names.PROMETHEUS_CLOUD_TARGETS,
     }
 
 

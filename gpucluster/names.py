@@ -81,8 +81,9 @@ POWER_BIN = "/opt/gpucluster/bin"  # the controller's virtual environment of the
 POWER_CONFIG = "/etc/gpucluster/power.json"  # what the power programs know, rendered from the cluster file
 ROUTING_CONFIG = "/etc/gpucluster/routing.json"  # what the burst controller knows, rendered likewise
 ROUTING_UNIT = "gpucluster-routing"  # the burst controller's systemd service and timer
-# Prometheus on the controller: cloud nodes are scrape targets only while powered up, one file_sd file
-# per node in this directory (written on resume, removed on suspend); rack nodes are in prometheus.yml.
+# Prometheus on the controller: cloud nodes are scrape targets only while their instance lives, one file_sd
+# file per node in this directory (kept by the reconciler, gpucluster.power.targets); rack nodes are in
+# prometheus.yml.
 PROMETHEUS_CLOUD_TARGETS = "/etc/prometheus/file_sd/gpucluster-cloud"
 PROMETHEUS_RULES = "/etc/prometheus/rules/gpucluster.rules.yml"
 # dcgm-exporter's --hpc-job-mapping-dir: Slurm's prolog writes the job IDs on each GPU, one file per GPU

@@ -13,10 +13,11 @@ import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpucluster import names
-from gpucluster.power import config, fleet, spot_events
+from gpucluster.power import config, fleet, spot_events, targets
 from gpucluster.power.log import log
 from gpucluster.power.resume import clients, load_config, sqs_client
 from gpucluster.power.resume_marks import ResumeMarks, of_power_up
@@ -48,6 +49,7 @@ class Plan:
     power_up: list[str] = field(default_factory=list)  # static nodes found powered down
     undrain: list[str] = field(default_factory=list)  # powered down, still drained for a spot notice
     events: list[str] = field(default_factory=list)  # what EC2's queued events did (spot_events)
+    targets: list[str] = field(default_factory=list)  # Prometheus target files written or removed
 
     def lines(self) -> list[str]:
         """One log line per decision."""
@@ -58,6 +60,7 @@ class Plan:
             *(f"return {n} to powered down" for n in sorted(self.power_down)),
             *(f"power up static node {n}" for n in sorted(self.power_up)),
             *(f"clear the spot drain of powered-down {n}" for n in sorted(self.undrain)),
+            *self.targets,
         ]
 
 
@@ -168,8 +171,12 @@ def reconcile(
     slurm: Slurm,
     sqs: SQSClient | None = None,
     now: float | None = None,
+    targets_dir: Path = Path(names.PROMETHEUS_CLOUD_TARGETS),
 ) -> Plan:
-    """One pass: read instances, act on queued EC2 events, read nodes; terminate, set DOWN, return."""
+    """One pass: read instances, act on queued EC2 events, read nodes; terminate, set DOWN, return.
+
+    Then the Prometheus targets in targets_dir follow the instances left running (gpucluster.power.targets).
+    """
     instances = fleet.describe(ec2, cfg)
     marks = ResumeMarks(cfg.state_dir)
     events: list[str] = []
@@ -197,6 +204,7 @@ def reconcile(
     slurm.power_up(sorted(decided.power_up))
     slurm.resume(sorted(decided.undrain))
     decided.events = events
+    decided.targets = targets.sync(targets_dir, targets.wanted(cfg, instances, set(decided.terminate)))
     return decided
 
 

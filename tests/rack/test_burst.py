@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from gpucluster.names import NODE_TAG, PROMETHEUS_CLOUD_TARGETS
 from gpucluster_rack import emulated_aws
 from gpucluster_rack.burst_rack import (
     BUCKET,
@@ -135,6 +136,7 @@ def _all_powered_down(burst: Burst) -> bool:
 
 def test_the_rack_converges_and_a_second_run_changes_nothing(burst: Burst) -> None:
     assert burst.first.rc == 0, burst.first.output[-6000:]
+    assert burst.second is not None
     assert burst.second.rc == 0, burst.second.output[-6000:]
     changed = {host: counts["changed"] for host, counts in burst.second.recap().items()}
     assert changed == {"ctl": 0, "n1": 0}, burst.second.output[-6000:]
@@ -183,12 +185,43 @@ def test_a_user_job_bursts_to_two_cloud_nodes_which_power_down_when_idle(burst: 
     assert record["NodeList"] == "p5-spot-[1-2]" and record["ExitCode"] == "0:0", record
     assert record["UserId"].startswith(f"{USER}(2001)")
     assert sorted(_live_instances(burst).values()) == ["p5-spot-1", "p5-spot-2"]
+    # The reconciler made each running cloud node a Prometheus target at its instance's address.
+    addresses = _instance_addresses(burst)
+    _wait(
+        "both cloud nodes are Prometheus targets",
+        lambda: _prometheus_targets(burst) == {n: addresses[n] for n in ("p5-spot-1", "p5-spot-2")},
+        60,
+        burst,
+    )
     _wait(
         "idle cloud nodes powered down, no instance left",
         lambda: _all_powered_down(burst),
         IDLE_S + 180,
         burst,
     )
+    _wait("no Prometheus target is left", lambda: _prometheus_targets(burst) == {}, 60, burst)
+
+
+def _instance_addresses(burst: Burst) -> dict[str, str]:
+    """The private address of each live instance's node."""
+    found = {}
+    for reservation in burst.ec2.describe_instances()["Reservations"]:
+        for instance in reservation["Instances"]:
+            tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+            if instance["State"]["Name"] in ("pending", "running") and tags.get(NODE_TAG):
+                found[tags[NODE_TAG]] = instance.get("PrivateIpAddress", "")
+    return found
+
+
+def _prometheus_targets(burst: Burst) -> dict[str, str]:
+    """node → address of the file_sd files on ctl, checked for the labels prometheus.yml relies on."""
+    listing = _ctl(burst, f"cat {PROMETHEUS_CLOUD_TARGETS}/*.json 2>/dev/null || true")
+    found = {}
+    for line in listing.splitlines():
+        (entry,) = json.loads(line)
+        assert entry["labels"]["site"] == "cloud" and entry["labels"]["node_group"] == "p5-spot", entry
+        found[entry["labels"]["node"]] = entry["targets"][0]
+    return found
 
 
 def test_a_mixed_group_launches_the_gpu_model_a_job_asks_for_within_one_cap(burst: Burst) -> None:
