@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.ansible.adhoc import one_line_result, run_module
 from tests.ansible.filter_plugins import filters
 from tests.conftest import ROOT
 
@@ -24,27 +22,7 @@ def _filters() -> dict[str, Any]:
 
 
 def _node_state(args: dict[str, Any], extra_env: dict[str, str]) -> dict[str, Any]:
-    result = subprocess.run(
-        [
-            str(BIN / "ansible"),
-            "localhost",
-            "-c",
-            "local",
-            "-o",
-            "-m",
-            "gpucluster.cluster.node_state",
-            "-a",
-            json.dumps(args),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_LOCALHOST_WARNING": "false", **extra_env},
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    answer: dict[str, Any] = json.loads(result.stdout.split("=>", 1)[1])
-    return answer
+    return one_line_result(run_module("gpucluster.cluster.node_state", args, "-o", env=extra_env))
 
 
 def _collection_without_action_plugin(root: Path) -> dict[str, str]:
@@ -198,23 +176,7 @@ def test_block_present_reads_what_blockinfile_wrote(tmp_path: Path) -> None:
     hosts.write_text("127.0.0.1 localhost\n")
     marker = "# {mark} gpucluster t"
     block = "10.77.0.2 n1\n10.77.0.3 n2"
-    result = subprocess.run(
-        [
-            str(BIN / "ansible"),
-            "localhost",
-            "-c",
-            "local",
-            "-m",
-            "ansible.builtin.blockinfile",
-            "-a",
-            json.dumps({"path": str(hosts), "marker": marker, "block": block}),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_LOCALHOST_WARNING": "false"},
-    )
+    result = run_module("ansible.builtin.blockinfile", {"path": str(hosts), "marker": marker, "block": block})
     assert result.returncode == 0, result.stdout + result.stderr
     present = _filters()["block_present"]
     state = {"texts": {str(hosts): hosts.read_text()}}

@@ -10,7 +10,6 @@ run the module through Ansible against stub commands, and render its documentati
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.ansible.adhoc import one_line_result, run_module
 from tests.conftest import ROOT
 
 GATE = ROOT / "ansible/plugins/modules/reboot_gate.py"
@@ -294,25 +294,13 @@ def _module(tmp_path: Path, args: dict[str, Any], *extra: str) -> tuple[dict[str
         stub.chmod(0o755)
     (tmp_path / "nodes").write_text(Controller({"n1": "IDLE", "n2": "IDLE"})._line("n1") + "\n")
     env = {
-        **os.environ,
         "PATH": f"{stubs}:{os.environ['PATH']}",
         "GATE_LOG": str(tmp_path / "log"),
         "GATE_NODES": str(tmp_path / "nodes"),
-        "ANSIBLE_LOCALHOST_WARNING": "false",
     }
     args = {"lock_path": str(tmp_path / "lock"), **args}
-    command = [str(BIN / "ansible"), "localhost", "-c", "local", "-o", *extra]
-    result = subprocess.run(
-        [*command, "-m", "gpucluster.cluster.reboot_gate", "-a", json.dumps(args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    answer = one_line_result(run_module("gpucluster.cluster.reboot_gate", args, "-o", *extra, env=env))
     log = tmp_path / "log"
-    answer: dict[str, Any] = json.loads(result.stdout.split("=>", 1)[1])
     return answer, log.read_text().splitlines() if log.exists() else []
 
 
@@ -334,26 +322,9 @@ def test_the_module_fails_with_the_command_that_failed(tmp_path: Path) -> None:
     stubs.mkdir()
     (stubs / "scontrol").write_text("#!/bin/sh\necho 'Unable to contact slurm controller' >&2\nexit 1\n")
     (stubs / "scontrol").chmod(0o755)
-    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "ANSIBLE_LOCALHOST_WARNING": "false"}
-    args = json.dumps({"verb": "back", "node": "n1", "lock_path": str(tmp_path / "lock")})
-    result = subprocess.run(
-        [
-            str(BIN / "ansible"),
-            "localhost",
-            "-c",
-            "local",
-            "-o",
-            "-m",
-            "gpucluster.cluster.reboot_gate",
-            "-a",
-            args,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
+    env = {"PATH": f"{stubs}:{os.environ['PATH']}"}
+    args = {"verb": "back", "node": "n1", "lock_path": str(tmp_path / "lock")}
+    result = run_module("gpucluster.cluster.reboot_gate", args, "-o", env=env)
     assert result.returncode != 0
     assert "scontrol show node -o failed (1): Unable to contact slurm controller" in result.stdout
 

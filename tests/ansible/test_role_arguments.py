@@ -3,41 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import yaml
 
+from tests.ansible.adhoc import run_module
 from tests.conftest import ROOT
 
-BIN = Path(sys.executable).parent
 SITE = ROOT / "ansible" / "playbooks" / "site.yml"
 COMPUTE_ROLES = ["gpucluster.cluster.slurm_node", "gpucluster.cluster.gpu_nccl"]
 
 
 def _check(roles: list[str], **variables: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            str(BIN / "ansible"),
-            "localhost",
-            "-c",
-            "local",
-            "-o",
-            "-m",
-            "gpucluster.cluster.role_arguments",
-            "-a",
-            json.dumps({"roles": roles}),
-            "-e",
-            json.dumps(variables),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_NOCOLOR": "1"},
-    )
+    arguments = {"roles": roles}
+    return run_module("gpucluster.cluster.role_arguments", arguments, "-o", "-e", json.dumps(variables))
 
 
 def test_a_required_option_the_role_defaults_is_met_without_the_variable() -> None:
