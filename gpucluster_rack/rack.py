@@ -132,8 +132,12 @@ class Rack:
         )
         return result.returncode, result.stdout + result.stderr
 
-    def wait_for_ssh(self, names: list[str] | None = None, timeout_s: float = 120) -> None:
-        """Block until the named nodes (default: all) run sshd."""
+    def wait_for_ssh(self, names: list[str] | None = None, timeout_s: float = 600) -> None:
+        """Block until the named nodes (default: all) run sshd.
+
+        CI boots six racks at once on two cores (make demo beside make test): a node of the demo's rack took
+        longer than 120 s to answer, so the bound is generous; a node that never boots still fails here.
+        """
         deadline = time.monotonic() + timeout_s
         for name in names or self.node_names:
             while (
