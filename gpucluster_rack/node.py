@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpucluster_rack.network import node_ns
-from gpucluster_rack.sh import run
+from gpucluster_rack.sh import progress, run
 
 CGROUP_HIERARCHIES = (Path("/sys/fs/cgroup/systemd"), Path("/sys/fs/cgroup/unified"))
 
@@ -76,6 +76,23 @@ def _declare_gpus(root: Path, count: int) -> None:
         link.symlink_to(f"/etc/systemd/system/{unit.name}")
 
 
+INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
+# A booted node's systemd, journald, logind and dbus hold 8 to 11 inotify instances, all charged to root on
+# the host (the nodes have no user namespace). The kernel's default of 128 per user lets about 15 nodes boot;
+# CI boots more than 20 at once (`make demo` beside `make test`) and the last ones never reached sshd. Hosts
+# of many containers raise it (https://linuxcontainers.org/incus/docs/main/reference/server_settings/).
+MIN_INOTIFY_INSTANCES = 8192
+
+
+def allow_many_nodes() -> None:
+    """Raise the host's inotify instances per user to MIN_INOTIFY_INSTANCES if it is lower (needs root)."""
+    try:
+        if int(INOTIFY_INSTANCES.read_text()) < MIN_INOTIFY_INSTANCES:
+            INOTIFY_INSTANCES.write_text(f"{MIN_INOTIFY_INSTANCES}\n")
+    except OSError as error:
+        progress(f"cannot raise {INOTIFY_INSTANCES} ({error}): more than about 15 nodes at once may not boot")
+
+
 def boot(node: Node, *, fresh_clock: bool = False, capabilities: tuple[str, ...] = ()) -> int:
     """Start systemd-nspawn --boot inside the node's own cgroup and namespace; return its PID.
 
@@ -83,6 +100,7 @@ def boot(node: Node, *, fresh_clock: bool = False, capabilities: tuple[str, ...]
     slurmctld accepts a resumed cloud node only if it booted after the resume request.
     capabilities: more than nspawn's default set, e.g. CAP_NET_ADMIN for a node's own firewall.
     """
+    allow_many_nodes()
     for directory in node.cgroup_dirs():
         directory.mkdir(parents=True, exist_ok=True)
     join = "; ".join(f"echo $$ > {d}/cgroup.procs" for d in node.cgroup_dirs())
