@@ -36,20 +36,15 @@ class Target:
 
 def wanted(cfg: config.PowerConfig, instances: list[fleet.Instance], terminating: set[str]) -> list[Target]:
     """One target per cloud node with a live instance that is not being terminated (the newest if several)."""
-    newest: dict[str, fleet.Instance] = {}
+    newest: dict[str, tuple[fleet.Instance, str]] = {}
     for instance in instances:
         if not instance.live or instance.id in terminating or not instance.address or instance.node is None:
             continue
-        if cfg.group_of(instance.node) is None:
-            continue
+        group = cfg.group_of(instance.node)
         known = newest.get(instance.node)
-        if known is None or instance.launched > known.launched:
-            newest[instance.node] = instance
-    return [
-        Target(node, instance.address, group.name)
-        for node, instance in sorted(newest.items())
-        if (group := cfg.group_of(node)) is not None
-    ]
+        if group is not None and (known is None or instance.launched > known[0].launched):
+            newest[instance.node] = (instance, group.name)
+    return [Target(node, instance.address, group) for node, (instance, group) in sorted(newest.items())]
 
 
 def sync(directory: Path, targets: list[Target]) -> list[str]:
