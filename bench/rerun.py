@@ -1,14 +1,14 @@
 """Re-run of a converged test rack at 2, 8 and 16 nodes with Ansible's builtin linear strategy.
 
-Prints, per size: the first converge, the re-run (median of three, each checked to report changed=0 on
-every host), the host-tasks a converged compute node and the controller ran in the re-run (every task
-result the play printed for the host: ok, skipping, included), then the per-node cost of a re-run
-((re-run at N - re-run at 2) / (N - 2)) and the targets: the 16-node re-run at most 20 s, a converged
-compute node's play at most about 20 tasks. The ratios are to the figures bench/rack.py recorded on this
-machine for the roles before this change (bench/README.md): 24.2 s at 16 nodes with the builtin strategy
-and 41 host-tasks per compute node (a4a7072), 12.6 s with the removed linear_skip strategy and template
-caches (c0be4b7). Those ran in earlier processes: the old collection used ansible-core internals and no
-longer exists to run beside this one.
+Prints, per size: the first converge, the re-run (median of three, or of `--runs N`, each one printed and
+checked to report changed=0 on every host), the host-tasks a converged compute node and the controller ran
+in the re-run (every task result the play printed for the host: ok, skipping, included), then the per-node
+cost of a re-run ((re-run at N - re-run at 2) / (N - 2)) and the targets: the 16-node re-run at most 20 s,
+a converged compute node's play at most about 20 tasks. The ratios are to the figures bench/rack.py recorded
+on this machine for the roles before this change (bench/README.md): 24.2 s at 16 nodes with the builtin
+strategy and 41 host-tasks per compute node (a4a7072), 12.6 s with the removed linear_skip strategy and
+template caches (c0be4b7). Those ran in earlier processes: the old collection used ansible-core internals
+and no longer exists to run beside this one.
 Needs root and `make rack-deps`; about 15 minutes. `--sizes 2 16` runs a part.
 
 `--baseline REV` measures an earlier commit on the same racks: after each converge, three re-runs of this
@@ -98,28 +98,29 @@ class Row:
     converge_s: float
     rerun_s: float
     node_tasks: int
+    reruns: tuple[float, ...]  # every re-run, in order (rerun_s is their median)
     controller_tasks: int
     baseline_s: float | None = None
     baseline_node_tasks: int | None = None
     baseline_controller_tasks: int | None = None
 
 
-def measure(size: int, extra: list[str], baseline: Path | None) -> Row:
-    """Converge, then three re-runs (alternating with three of the baseline's, when given)."""
+def measure(size: int, extra: list[str], baseline: Path | None, count: int = 3) -> Row:
+    """Converge, then `count` re-runs (alternating with as many of the baseline's, when given)."""
     rack = Rack(name="rerun", size=size)
     try:
         rack.up()
         first, *_ = timed(rack, *extra, idempotent=False)
         runs, before = [], []
-        for _ in range(3):
+        for _ in range(count):
             runs.append(timed(rack, *extra, idempotent=True))
             if baseline:
                 before.append(timed(rack, *extra, idempotent=True, tree=baseline))
         if LOG_DIR.is_dir():
             (LOG_DIR / f"rerun-{size}.log").write_text(runs[-1][2])
-        again = statistics.median(seconds for seconds, *_ in runs)
+        seconds = tuple(run[0] for run in runs)
         tasks = runs[-1][1]
-        row = Row(first, again, tasks.get("n1", 0), tasks.get("ctl", 0))
+        row = Row(first, statistics.median(seconds), tasks.get("n1", 0), seconds, tasks.get("ctl", 0))
         if not before:
             return row
         old_tasks = before[-1][1]
@@ -169,13 +170,19 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[2, 8, 16])
     parser.add_argument("--ansible-arg", action="append", default=[], help="passed to ansible-playbook")
     parser.add_argument("--baseline", metavar="REV", help="also re-run this commit's collection, alternating")
+    parser.add_argument("--runs", type=int, default=3, help="re-runs per size (the median is reported)")
     args = parser.parse_args()
     rows: dict[int, Row] = {}
     with contextlib.ExitStack() as stack:
         baseline = stack.enter_context(checkout(args.baseline)) if args.baseline else None
         for size in args.sizes:
-            rows[size] = row = measure(size, args.ansible_arg, baseline)
-            print(f"{size} nodes: converge {row.converge_s:.1f} s, re-run {row.rerun_s:.1f} s", flush=True)
+            rows[size] = row = measure(size, args.ansible_arg, baseline, args.runs)
+            each = ", ".join(f"{s:.1f}" for s in row.reruns)
+            print(
+                f"{size} nodes: converge {row.converge_s:.1f} s, re-run {row.rerun_s:.1f} s"
+                f" (median of {each}; spread {min(row.reruns):.1f}-{max(row.reruns):.1f} s)",
+                flush=True,
+            )
     print_table(rows, args.baseline)
     sizes = sorted(rows)
     if len(sizes) > 1:
