@@ -61,6 +61,7 @@ def inventory(cluster: Cluster, source: str) -> Inventory:
                 result.add(node.name, names.SUBNET_MANAGER_GROUP)
     if controller in result.hosts:
         result.add(controller, names.SLURM_CONTROLLER_GROUP)
+        result.hosts[controller]["monitoring_prometheus_enabled"] = cluster.monitoring.enabled
     if cluster.slurm.accounting.enabled and accounting_host in result.hosts:
         result.add(accounting_host, names.SLURM_ACCOUNTING_GROUP)
     return result
@@ -79,6 +80,9 @@ def _common_vars(cluster: Cluster, source: str) -> dict[str, Any]:
         "slurm_controller_slurmctld_port": cluster.slurm.slurmctld_port,
         "slurm_node_slurmd_port": cluster.slurm.slurmd_port,
         **_power_vars(cluster),
+        # Node exporter on every rack host; Prometheus on the controller only (set in inventory()).
+        "monitoring_node_exporter_enabled": cluster.monitoring.enabled,
+        "monitoring_prometheus_enabled": False,
     }
 
 
@@ -211,4 +215,5 @@ def image_vars(cluster: Cluster) -> dict[str, Any]:
         "gpu_dcgm_job_mapping_dir": names.DCGM_JOB_MAPPING_DIR,
         "gpu_nccl_cuda_version": cluster.versions.cuda,
         "gpu_nccl_install_mode": "full",
+        "monitoring_node_exporter_enabled": cluster.monitoring.enabled,
     }

@@ -11,6 +11,16 @@ from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.software import Partition
 from gpucluster.clusterfile.nodes import NodeGroup, node_groups
 from gpucluster.names import POWER_BIN, power_partition
+from gpucluster.render.fabric import version_tuple
+
+# From 25.11 slurmctld serves OpenMetrics on SlurmctldPort (MetricsType=metrics/openmetrics), and only
+# while no PrivateData is set: https://slurm.schedmd.com/metrics.html
+SLURM_METRICS_FROM: Final = (25, 11)
+
+
+def slurm_serves_metrics(cluster: Cluster) -> bool:
+    """Whether the pinned Slurm has slurmctld's built-in metrics (MetricsType, from 25.11)."""
+    return version_tuple(cluster.versions.slurm)[:2] >= SLURM_METRICS_FROM
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,7 @@ class SlurmContext:
     fabrics: tuple[FabricSwitch, ...] = ()
     allow_fabric_spanning: bool = False
     reboot_timeout_s: int | None = None  # rack nodes: how long `scontrol reboot` waits for one to return
+    metrics: bool = False  # MetricsType=metrics/openmetrics (Slurm >= 25.11), so no PrivateData
 
 
 def onprem_hosts(cluster: Cluster) -> list[ControllerHost]:
@@ -230,4 +241,5 @@ def slurm_context(cluster: Cluster) -> SlurmContext:
             if cluster.onprem and any(g.site == "onprem" for g in groups.values())
             else None
         ),
+        metrics=slurm_serves_metrics(cluster),
     )

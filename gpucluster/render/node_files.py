@@ -73,6 +73,9 @@ class NodeFile:
 # JobSubmitPlugins: older releases' reconfigure reloads the list only when the old and the new are both set
 # (src/slurmctld/job_submit.c, job_submit_plugin_reconfig), so adding the first plugin loaded nothing; a
 # restart loads it on every release.
+# MetricsType is not here: it is rendered only for Slurm >= 25.11, whose `scontrol reconfigure` starts a new
+# slurmctld that loads its plugins afresh (RECONFIGURE_RESTARTS_FROM below) on the unchanged SlurmctldPort,
+# where the metrics are served (https://slurm.schedmd.com/metrics.html).
 RESTART_KEYS: Final = frozenset({
     "AuthType", "AuthInfo", "ClusterName", "SlurmctldHost", "SlurmctldPort", "SlurmdPort", "SlurmUser",
     "SlurmdUser", "StateSaveLocation", "SlurmdSpoolDir", "SelectType", "SelectTypeParameters", "GresTypes",

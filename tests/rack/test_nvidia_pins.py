@@ -15,11 +15,16 @@ AWS's EFA installer (gpucluster_rack/efa_mimic.py), and the sealed result is sav
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -28,7 +33,7 @@ from gpucluster.ansible_vars import image_vars
 from gpucluster.clusterfile import load
 from gpucluster.utilization.exposition import parse_exposition
 from gpucluster.utilization.series import ENGINE_ACTIVE
-from gpucluster_rack import cloud_image, efa_mimic
+from gpucluster_rack import cloud_image, efa_mimic, known_load
 from gpucluster_rack import nvidia_mimic as mimic
 from gpucluster_rack.handlers import handlers_run
 from gpucluster_rack.network import BRIDGE_ADDRESS, bridge_ns
@@ -45,6 +50,10 @@ MISSING_PIN = "570.999.99"
 NODES = ("n1", "n2")
 IMAGE_NODE = "n3"  # not in the cluster file: a fresh machine the image playbook runs on
 OTHER_PLUGIN = "1.21.1"  # an aws-ofi-nccl pin the mimic installer does not bundle
+# Prometheus on ctl scrapes every 5 s (the cluster file's lowest): `utilization` at a 5 s step then errs by at
+# most one scrape at each end of a job, under 2% of the known loads' 300 s.
+SCRAPE_S = 5
+KNOWN_LOADS = (known_load.Load("n1", 4, 0.6, 300), known_load.Load("n2", 8, 0.3, 300))
 KERNEL = subprocess.run(["uname", "-r"], capture_output=True, text=True, check=True).stdout.strip()
 
 DEBIAN_DRIVER = {deb.name for deb in mimic.debian_driver(mimic.PINNED)} - {
@@ -89,6 +98,7 @@ class Pinned:
     image_after_refusal: list[str]
     image_build: Playbook
     image: cloud_image.CloudImage | None
+    load_jobs: dict[str, str] = field(default_factory=dict)  # the known loads' Slurm jobs, by node
 
 
 def _run(rack: Rack, *extra: str) -> Playbook:
@@ -117,6 +127,7 @@ def _write_cluster_file(rack: Rack, driver: str) -> None:
     profile = onprem["profiles"]["testnode"]
     profile.update(install_mode="full", nvswitch=True)
     profile["hcas"] = {"count": 8, "fabric": "ib-ndr400", "stack": "rdma-core", "gpudirect_rdma": True}
+    cluster["monitoring"] = {"enabled": True, "scrape_interval_s": SCRAPE_S}
     rack.cluster_file.write_text(yaml.safe_dump(cluster, sort_keys=False))
 
 
@@ -190,6 +201,7 @@ def pinned() -> Iterator[Pinned]:
         _write_cluster_file(booted, mimic.PINNED)
         first = _run(booted)
         second = _run(booted) if first.rc == 0 else first
+        load_jobs = _start_known_loads(booted) if second.rc == 0 else {}
         variables = _image_vars(booted, efa_fingerprint)
         image_refused = _build_image(
             booted, variables, "--tags", "net_efa", "-e", f"net_efa_aws_ofi_nccl_version={OTHER_PLUGIN}"
@@ -213,12 +225,20 @@ def pinned() -> Iterator[Pinned]:
             image_after_refusal,
             image_build,
             image,
+            load_jobs,
         )
     finally:
         if server is not None:
             server.terminate()
             server.wait(timeout=10)
         down(RACK)
+
+
+def _start_known_loads(rack: Rack) -> dict[str, str]:
+    """Slurm jobs with a known GPU load on n1 and n2; they run while the image is built."""
+    # Acceptance is not this module's subject: the nodes go into service directly.
+    rack.ssh("ctl", "scontrol update nodename=n1,n2 state=RESUME")
+    return {each.node: known_load.submit(rack, "ctl", each) for each in KNOWN_LOADS}
 
 
 def _image_vars(rack: Rack, efa_fingerprint: str) -> dict[str, object]:
@@ -335,6 +355,75 @@ def test_services_of_the_pinned_packages_run(pinned: Pinned) -> None:
     for node in NODES:
         for unit in ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "dcgm-exporter"):
             assert _sh(pinned.rack, node, f"systemctl is-active {unit}").strip() == "active", (node, unit)
+
+
+def _prometheus(rack: Rack, path: str) -> Any:
+    """An answer of ctl's Prometheus API, asked from inside the rack's network."""
+    url = f"http://{rack.node(0).address}:9090{path}"
+    fetch = f"python3 -c \"import urllib.request as u; print(u.urlopen('{url}').read().decode())\""
+    answer = json.loads(_sh(rack, "ctl", fetch))
+    assert answer["status"] == "success", answer
+    return answer["data"]
+
+
+def test_prometheus_on_ctl_scrapes_every_node_labelled_with_site_node_group_and_node(pinned: Pinned) -> None:
+    """Node exporter on all three hosts and the DCGM exporter (mimic) on both compute nodes are up."""
+    rack = pinned.rack
+    up = [(r["metric"], r["value"][1]) for r in _prometheus(rack, "/api/v1/query?query=up")["result"]]
+    found = {(m["job"], m["node"]): (m["site"], m["node_group"], value) for m, value in up}
+    assert found == {
+        ("node", "ctl"): ("rack", "service", "1"),
+        **{("node", node): ("rack", f"rack-{RACK}", "1") for node in NODES},
+        **{("dcgm", node): ("rack", f"rack-{RACK}", "1") for node in NODES},
+    }, up
+    groups = {g["name"] for g in _prometheus(rack, "/api/v1/rules")["groups"]}
+    assert {"gpucluster-nodes", "gpucluster-gpus"} <= groups, groups
+
+
+def _utilization(rack: Rack, *source: str, in_rack: bool = True) -> dict[str, Any]:
+    """`gpucluster utilization --format json` on this machine (in the rack's network namespace: in_rack)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "gpucluster",
+        "utilization",
+        str(rack.cluster_file),
+        *source,
+        "--format",
+        "json",
+    ]
+    done = run([*(["ip", "netns", "exec", bridge_ns(RACK)] if in_rack else []), *argv], check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures: dict[str, Any] = json.loads(done.stdout)["overall"]
+    return figures
+
+
+def test_utilization_reports_the_known_load_of_two_slurm_jobs_within_2_percent(pinned: Pinned) -> None:
+    """Two jobs held 12 GPUs for 300 s at 60% and 30% engine activity; Prometheus scraped the exporter mimic.
+
+    Expected: allocated = GPUs × the jobs' elapsed time (sacct), active = GPUs × fraction × the load's own
+    stamps. Nothing else loaded a GPU or mapped a job before this test (the job-77 check comes after it).
+    """
+    rack = pinned.rack
+    assert pinned.load_jobs, "the converge at the pin failed: no known load ran"
+    for job in pinned.load_jobs.values():
+        wait_for(f"job {job} ends", functools.partial(known_load.finished, rack, "ctl", job), timeout_s=900)
+    time.sleep(3 * SCRAPE_S)  # the last scrapes after the epilogs
+    held = [known_load.held(rack, "ctl", pinned.load_jobs[each.node], each) for each in KNOWN_LOADS]
+    allocated = sum(h.allocated_gpu_s for h in held) / 3600
+    active = sum(h.active_gpu_s for h in held) / 3600
+    export = rack.state / "utilization.json"
+    url = f"http://{rack.node(0).address}:9090"
+    measured = _utilization(
+        rack, "--prometheus", url, "--days", "1", "--step-s", str(SCRAPE_S), "--save", str(export)
+    )
+    assert measured["allocated_gpu_hours"] == pytest.approx(allocated, rel=0.02), (measured, allocated)
+    assert measured["active_gpu_hours"] == pytest.approx(active, rel=0.02), (measured, active)
+    idle = allocated - active
+    assert measured["idle_allocated_gpu_hours"] == pytest.approx(idle, rel=0.02), (measured, idle)
+    # The saved export gives the same figures again, off the rack's network.
+    again = _utilization(rack, "--export", str(export), in_rack=False)
+    assert again["active_gpu_hours"] == pytest.approx(measured["active_gpu_hours"])
 
 
 def test_the_exporter_serves_the_role_s_fields_with_the_job_and_the_load_of_each_gpu(pinned: Pinned) -> None:
@@ -459,8 +548,8 @@ def rolled(pinned: Pinned) -> Rolled:
     rack = pinned.rack
     if pinned.second.rc != 0:
         pytest.fail("the converge at the pin failed: nothing to roll")
-    # Acceptance is not this module's subject: the nodes go into service directly.
-    rack.ssh("ctl", "scontrol update nodename=n1,n2 state=RESUME")
+    # The known loads put the nodes into service already (a second RESUME of an idle node is refused).
+    wait_for("n1 and n2 are idle", lambda: {_slurm_node(rack, n)[0] for n in NODES} == {"IDLE"})
     job = rack.ssh("ctl", "sbatch --parsable -w n2 -N1 --wrap 'sleep 1200'").strip()
     wait_for("the job runs on n2", lambda: _job_state(rack, job) == "RUNNING")
     for node in NODES:

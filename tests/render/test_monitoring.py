@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -54,25 +55,93 @@ def test_promtool_accepts_the_config_and_rules_of_every_shipped_cluster(path: Pa
     assert _promtool("check", "rules", str(rules)).returncode == 0
 
 
+def _jobs(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    config = yaml.safe_load(render(cluster, "onprem")[CONFIG])
+    return {job["job_name"]: job for job in config["scrape_configs"]}
+
+
+def _with_slurm(cluster: Cluster, version: str) -> Cluster:
+    return cluster.model_copy(update={"versions": cluster.versions.model_copy(update={"slurm": version})})
+
+
 def test_rack_nodes_are_static_targets_and_cloud_nodes_come_from_file_sd(example: Cluster) -> None:
     config = yaml.safe_load(render(example, "onprem")[CONFIG])
-    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
-    assert set(jobs) == {"node", "dcgm"}
+    jobs = _jobs(example)
     first = jobs["dcgm"]["static_configs"][0]
     assert first == {
         "targets": ["10.10.1.11:9400"],
         "labels": {"site": "rack", "node_group": "rack-a", "node": "gpu-a01"},
     }
-    assert len(jobs["node"]["static_configs"]) == 8
+    assert len(jobs["dcgm"]["static_configs"]) == 8
     assert jobs["node"]["file_sd_configs"] == [{"files": [f"{PROMETHEUS_CLOUD_TARGETS}/*.json"]}]
     assert config["rule_files"] == [PROMETHEUS_RULES] and config["global"]["scrape_interval"] == "30s"
 
 
+@pytest.mark.parametrize("path", CLUSTER_FILES, ids=lambda p: p.stem)
+def test_service_hosts_are_node_exporter_targets_only(path: Path) -> None:
+    cluster = load(path).cluster
+    jobs = _jobs(cluster)
+    hosts = cluster.onprem.service_hosts if cluster.onprem else []
+    node = [c for c in jobs["node"].get("static_configs", []) if c["labels"]["node_group"] == "service"]
+    service = {"site": "rack", "node_group": "service"}
+    assert node == [{"targets": [f"{h.address}:9100"], "labels": {**service, "node": h.name}} for h in hosts]
+    dcgm = [c["labels"]["node"] for c in jobs["dcgm"].get("static_configs", [])]
+    assert not {h.name for h in hosts} & set(dcgm)
+
+
+def test_slurm_25_11_is_scraped_on_the_controllers_slurmctld_port(example: Cluster) -> None:
+    jobs = _jobs(example)
+    slurm = {name: job for name, job in jobs.items() if name.startswith("slurm_")}
+    assert {name: job["metrics_path"] for name, job in slurm.items()} == {
+        "slurm_jobs": "/metrics/jobs",
+        "slurm_nodes": "/metrics/nodes",
+        "slurm_partitions": "/metrics/partitions",
+        "slurm_scheduler": "/metrics/scheduler",
+    }
+    for job in slurm.values():
+        # head01's address at SlurmctldPort; no `node` target label, which would push slurmctld's own
+        # per-node `node` label aside (exported_node).
+        assert job["static_configs"] == [{"targets": ["10.10.0.10:6817"], "labels": {"instance": "head01"}}]
+        assert job["scrape_interval"] == "60s"
+    moved = example.model_copy(update={"slurm": example.slurm.model_copy(update={"slurmctld_port": 7817})})
+    assert _jobs(moved)["slurm_nodes"]["static_configs"][0]["targets"] == ["10.10.0.10:7817"]
+
+
+def test_no_slurm_jobs_before_25_11_or_without_an_onprem_controller(example: Cluster) -> None:
+    old = render(_with_slurm(example, "22.05.8"), "onprem")[CONFIG]
+    assert set(_jobs(_with_slurm(example, "22.05.8"))) == {"node", "dcgm"}
+    comment = " ".join(line.strip().removeprefix("# ") for line in old.splitlines()[-2:])
+    assert comment == (
+        "No Slurm jobs: Slurm 22.05.8 < 25.11 has no built-in metrics (MetricsType) and Debian 12 ships no"
+        " Slurm exporter package."
+    )
+    assert set(_jobs(_with_slurm(example, "25.05.3"))) == {"node", "dcgm"}
+    cloud = load(ROOT / "clusters" / "cloud-only.yaml").cluster
+    assert cloud.versions.slurm == "25.11.6"
+    assert set(_jobs(cloud)) == {"node", "dcgm"}
+    skipped = "# No Slurm jobs: the controller head is no on-prem service host."
+    assert skipped in render(cloud, "onprem")[CONFIG]
+
+
+@needs_promtool
+@pytest.mark.parametrize("version", ["25.11.6", "22.05.8"])
+def test_promtool_accepts_the_config_with_and_without_slurm_jobs(
+    example: Cluster, version: str, tmp_path: Path
+) -> None:
+    cluster = _with_slurm(example, version)
+    assert ("slurm_nodes" in _jobs(cluster)) == (version == "25.11.6")
+    config, _ = _write(tmp_path, render(cluster, "onprem"))
+    checked = _promtool("check", "config", str(config))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 def test_retention_is_35_days_and_sized_from_the_series(example: Cluster) -> None:
     text = render(example, "onprem")[DEFAULTS]
-    # 8 rack + 12 cloud nodes × (1500 + 8 × 40) series = 36,400; every 30 s for 35 d at 2 B × 1.5 ≈ 10.3 GiB
-    assert series_estimate(example) == 20 * (1500 + 8 * 40)
-    assert retention_size_gib(36_400, 30, 35) == 11
+    # 8 rack + 12 cloud nodes × (1500 + 8 × 40) series = 36,400, head01's node exporter 1,500, slurmctld's
+    # 120 + 7 partitions (5 and 2 power) × 70 + 28 declared nodes × 10 = 890: 38,790 series every 30 s for
+    # 35 d at 2 B × 1.5 ≈ 10.9 GiB
+    assert series_estimate(example) == 20 * (1500 + 8 * 40) + 1500 + 120 + 7 * 70 + 28 * 10
+    assert retention_size_gib(38_790, 30, 35) == 11
     assert 'ARGS="--storage.tsdb.retention.time=35d --storage.tsdb.retention.size=11GB"' in text
 
 
@@ -198,6 +267,36 @@ def test_the_burst_cap_fires_once_a_group_runs_max_count_nodes(example: Cluster,
         ],
     }
     path = tmp_path / "burst.test.yml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    tested = _promtool("test", "rules", str(path))
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+@needs_promtool
+def test_a_service_host_down_is_a_rack_node_down(example: Cluster, tmp_path: Path) -> None:
+    _, rules = _write(tmp_path, render(example, "onprem"))
+    service = {"job": "node", "site": "rack", "node_group": "service", "node": "head01"}
+    labels = ",".join(f'{k}="{v}"' for k, v in service.items())
+    spec = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": f"up{{{labels}}}", "values": "1 0x20"}],
+                "alert_rule_test": [
+                    _quiet("4m", "RackNodeDown"),
+                    _fires(
+                        "7m",
+                        "RackNodeDown",
+                        {**service, "severity": "critical"},
+                        "rack node head01 (service) not scraped for 5 minutes",
+                    ),
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "service.test.yml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     tested = _promtool("test", "rules", str(path))
     assert tested.returncode == 0, tested.stdout + tested.stderr

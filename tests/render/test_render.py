@@ -147,7 +147,7 @@ def test_power_saving_takes_each_groups_times_and_never_touches_rack_or_static_n
     # No user partition sets SuspendTime: a node's idle time is its group's alone (the largest set wins).
     assert [line for line in lines if "SuspendTime=" in line and "power-" not in line] == []
     assert "SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend,enable_configless" in lines
-    assert "PrivateData=cloud" in lines
+    assert "PrivateData=cloud" not in lines  # Slurm 25.11: it would turn slurmctld's metrics off
     # Slurm fills lower weights first: racks, then spot (its primary model first), then on-demand.
     weights = dict(re.findall(r"^NodeName=(\S+) .* Weight=(\d+)", conf, re.M))
     assert weights == {
@@ -252,3 +252,31 @@ def test_adding_a_routing_section_restarts_slurmctld_to_load_the_job_submit_plug
         change = Change(old=old, new=new, host="head01", slurm_version=version)
         assert Action.SLURMCTLD_RESTART in needs("slurm/slurm.conf", change)
         assert "changed JobSubmitPlugins" in slurm_conf_restart_reasons(change)[0]
+
+
+def _with_slurm(cluster: Cluster, version: str) -> Cluster:
+    return cluster.model_copy(update={"versions": cluster.versions.model_copy(update={"slurm": version})})
+
+
+def test_slurm_25_11_serves_metrics_and_older_pins_keep_private_data(example: Cluster) -> None:
+    assert example.versions.slurm == "25.11.6"
+    new = render(example, "onprem")["slurm/slurm.conf"].splitlines()
+    assert "MetricsType=metrics/openmetrics" in new
+    # Any PrivateData disables the metrics: https://slurm.schedmd.com/metrics.html
+    assert [line for line in new if line.startswith("PrivateData")] == []
+    for version in ("22.05.8", "25.05.3"):
+        old = render(_with_slurm(example, version), "onprem")["slurm/slurm.conf"].splitlines()
+        assert [line for line in old if line.startswith("MetricsType")] == []
+        assert "PrivateData=cloud" in old
+
+
+def test_turning_the_metrics_on_with_25_11_needs_no_restart(example: Cluster) -> None:
+    """25.11's reconfigure starts a new slurmctld, which loads the metrics plugin: no restart key changed."""
+    from gpucluster.render.node_files import Action, Change, needs, slurm_conf_restart_reasons
+
+    old = render(_with_slurm(example, "25.05.3"), "onprem")["slurm/slurm.conf"]
+    new = render(example, "onprem")["slurm/slurm.conf"]
+    assert old != new
+    change = Change(old=old, new=new, host="head01", slurm_version="25.11.6")
+    assert slurm_conf_restart_reasons(change) == []
+    assert needs("slurm/slurm.conf", change) == frozenset({Action.RECONFIGURE})

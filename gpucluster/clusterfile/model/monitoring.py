@@ -15,6 +15,15 @@ MIN_RETENTION_DAYS = 35
 class Monitoring(Strict):
     """The controller's Prometheus (templates/monitoring/): the roles install it, this sizes it."""
 
+    enabled: bool = Field(
+        default=True,
+        description=(
+            "Install Prometheus on the controller (role monitoring_prometheus) and node exporter on every"
+            " rack node and in the cloud node image (monitoring_node_exporter); false leaves monitoring to"
+            " the site. The files are rendered either way."
+        ),
+    )
+
     retention_days: Annotated[int, Field(ge=MIN_RETENTION_DAYS, le=3650)] = Field(
         default=MIN_RETENTION_DAYS,
         description=(
