@@ -73,6 +73,7 @@ def image_resource_name(cluster_name: str, part: str) -> str:
     return f"gpucluster-{cluster_name}-node-{part}"
 
 
+HEALTH_REASON = "gpucluster-health: "  # starts every node reason the health program sets (not POWER_REASON's)
 POWER_REASON = "gpucluster: "  # starts every node reason the power programs set (the spot agent's too)
 # The ResumeProgram's reason when a mixed group's GPU models together reach its max_count; the reconciler
 # keeps such nodes DOWN for the unavailable window, like a capacity error.

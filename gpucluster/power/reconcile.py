@@ -34,6 +34,8 @@ UNTAGGED_GRACE_S = 300
 LAUNCH_CLOCK_SLACK_S = 5
 REASON_PREFIX = names.POWER_REASON
 SPOT_DRAIN = REASON_PREFIX + "spot "  # the reasons the spot agent and the events backstop drain with
+HEALTH_DRAIN = names.HEALTH_REASON  # the node's own health program drained it (gpucluster.health)
+OUR_DRAINS = (SPOT_DRAIN, HEALTH_DRAIN)
 CAPACITY_ERRORS = ("InsufficientInstanceCapacity", "InstanceLimitExceeded", "VcpuLimitExceeded",
                    "MaxSpotInstanceCountExceeded", "InsufficientCapacity", "UnfulfillableCapacity",
                    "group unavailable", names.MAX_COUNT_REFUSAL)  # fmt: skip
@@ -48,6 +50,7 @@ class Plan:
     power_down: list[str] = field(default_factory=list)  # DOWN nodes returned to POWERED_DOWN
     power_up: list[str] = field(default_factory=list)  # static nodes found powered down
     undrain: list[str] = field(default_factory=list)  # powered down, still drained for a spot notice
+    replace: dict[str, str] = field(default_factory=dict)  # idle, drained by its health check → power down
     events: list[str] = field(default_factory=list)  # what EC2's queued events did (spot_events)
     targets: list[str] = field(default_factory=list)  # Prometheus target files written or removed
 
@@ -59,7 +62,8 @@ class Plan:
             *(f"down {n}: {why}" for n, why in sorted(self.down.items())),
             *(f"return {n} to powered down" for n in sorted(self.power_down)),
             *(f"power up static node {n}" for n in sorted(self.power_up)),
-            *(f"clear the spot drain of powered-down {n}" for n in sorted(self.undrain)),
+            *(f"clear the drain of powered-down {n}" for n in sorted(self.undrain)),
+            *(f"replace {n}: power down ({why})" for n, why in sorted(self.replace.items())),
             *self.targets,
         ]
 
@@ -140,10 +144,20 @@ def _plan_node(
     if node.down:
         if not live and _may_return(cfg, node, now):
             result.power_down.append(node.name)
-    elif node.powered_down and not live and "DRAIN" in node.flags and node.reason.startswith(SPOT_DRAIN):
-        # Its instance is gone with the notice; a new one must be free to take the name. An operator's
-        # drain (any other reason) stays.
+    elif node.powered_down and not live and "DRAIN" in node.flags and node.reason.startswith(OUR_DRAINS):
+        # Its instance is gone (the spot notice, or powered down for a failed health check); a new one must
+        # be free to take the name. An operator's drain (any other reason) stays.
         result.undrain.append(node.name)
+    elif (
+        node.up
+        and live
+        and node.state == "IDLE"
+        and "DRAIN" in node.flags
+        and node.reason.startswith(HEALTH_DRAIN)
+    ):
+        # Its health check failed and its jobs are done: power it down (the SuspendProgram ends the instance),
+        # so the next job that needs the node powers up a new one. Never while powering up (not `up`).
+        result.replace[node.name] = node.reason
     elif node.powered_down and not node.powering_down and _static(cfg, node.name):
         result.power_up.append(node.name)
     elif node.up and not live:
@@ -201,6 +215,7 @@ def reconcile(
     for name, reason in sorted(decided.down.items()):
         slurm.set_down([name], reason)
     slurm.power_down(sorted(decided.power_down))
+    slurm.power_down(sorted(decided.replace))
     slurm.power_up(sorted(decided.power_up))
     slurm.resume(sorted(decided.undrain))
     decided.events = events

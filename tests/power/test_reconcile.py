@@ -253,3 +253,30 @@ def test_a_spot_drain_is_cleared_once_the_node_is_off_but_an_operators_drain_sta
     _launch(aws, slurm, "p5-od-1")  # still running: its drain stays until it is off
     reconcile.reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm)
     assert slurm.resumed == ["p5-spot-1"]
+
+
+def test_a_cloud_node_its_health_check_drained_is_powered_down_once_idle_and_freed_once_off(
+    aws: Aws, slurm: RecordingSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replacement: power down (the SuspendProgram ends the instance), then clear the drain."""
+    ids = _launch(aws, slurm, "p5-od-1", "p5-od-2", "p5-od-3", "p5-od-4")
+    failed = "gpucluster-health: XID_79: Xid 79 on GPU 0000:2a:00"
+    slurm.states = {
+        "p5-od-1": _state("p5-od-1", "IDLE+DRAIN+CLOUD", failed),
+        "p5-od-2": _state("p5-od-2", "MIXED+DRAIN+CLOUD", failed),  # a job still runs: it finishes first
+        "p5-od-3": _state("p5-od-3", "IDLE+DRAIN+CLOUD", "bad DIMM, ticket 4711"),  # an operator's
+        "p5-od-4": _state("p5-od-4", "IDLE+DRAIN+CLOUD+POWERING_UP", failed),  # never while powering up
+    }
+    done = reconcile.reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm)
+    assert done.replace == {"p5-od-1": failed} and slurm.returned == ["p5-od-1"]
+    assert f"replace p5-od-1: power down ({failed})" in done.lines()
+    assert done.terminate == {} and slurm.resumed == []
+    # Slurm ran the SuspendProgram: the instance ended, the node is off and still drained by the check.
+    config_file = tmp_path / "power.json"
+    config_file.write_text(aws.cfg.to_json())
+    monkeypatch.setenv("GPUCLUSTER_POWER_CONFIG", str(config_file))
+    assert suspend.main(["p5-od-1"]) == 0
+    slurm.states["p5-od-1"] = _state("p5-od-1", "IDLE+DRAIN+CLOUD+POWERED_DOWN", failed)
+    reconcile.reconcile(aws.cfg, ec2=aws.ec2, slurm=slurm)
+    assert slurm.resumed == ["p5-od-1"] and slurm.returned == ["p5-od-1"]  # free for a new instance
+    assert ids["p5-od-1"] not in _live(aws) and ids["p5-od-3"] in _live(aws)

@@ -7,6 +7,7 @@ from typing import Literal
 from gpucluster.clusterfile.model.aws import Aws
 from gpucluster.clusterfile.model.common import Name, Strict
 from gpucluster.clusterfile.model.economics import Economics
+from gpucluster.clusterfile.model.health import Health
 from gpucluster.clusterfile.model.monitoring import Monitoring
 from gpucluster.clusterfile.model.onprem import OnPrem
 from gpucluster.clusterfile.model.routing import Routing
@@ -25,4 +26,5 @@ class Cluster(Strict):
     aws: Aws | None = None
     economics: Economics = Economics()
     monitoring: Monitoring = Monitoring()
+    health: Health = Health()
     routing: Routing | None = None
