@@ -16,6 +16,7 @@ from gpucluster.accept.command import add_verbs as add_accept_verbs
 from gpucluster.cluster_input import load_cluster_file
 from gpucluster.clusterfile import DEFAULT_CLUSTER_FILE, Cluster, ClusterFileError
 from gpucluster.cost.commands import add_verbs as add_cost_verbs
+from gpucluster.health.command import add_verbs as add_health_verbs
 from gpucluster.render import RenderError
 from gpucluster.render.output import write_tree
 from gpucluster.review.command import add_verbs as add_review_verbs
@@ -88,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_review_verbs(verbs)
     add_accept_verbs(verbs)
     add_routing_verbs(verbs, DEFAULT_CLUSTER_FILE)
+    add_health_verbs(verbs)
     return parser
 
 

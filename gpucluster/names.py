@@ -73,6 +73,9 @@ def image_resource_name(cluster_name: str, part: str) -> str:
     return f"gpucluster-{cluster_name}-node-{part}"
 
 
+# The node health program (gpucluster/health/node_program.py), installed by the slurm_node role and baked into
+# the cloud image; the rendered Prolog, Epilog and slurm.conf's HealthCheckProgram run it.
+HEALTH_PROGRAM = "/usr/local/lib/gpucluster/health.py"
 HEALTH_REASON = "gpucluster-health: "  # starts every node reason the health program sets (not POWER_REASON's)
 POWER_REASON = "gpucluster: "  # starts every node reason the power programs set (the spot agent's too)
 # The ResumeProgram's reason when a mixed group's GPU models together reach its max_count; the reconciler

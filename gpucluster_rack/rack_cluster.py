@@ -30,6 +30,9 @@ def rack_cluster_file(rack: str, hosts: list[tuple[str, str]], gpus_per_node: in
         # Prometheus and node exporter cost every rack a few dozen packages and a scraping daemon: only the
         # pins rack (tests/rack/test_nvidia_pins.py), whose nodes serve the DCGM exporter mimic, has them.
         "monitoring": {"enabled": False},
+        # The health checks would drain every node whose GPU tools do not answer (no GPUs here): only the
+        # e2e rack turns them on, with the healthy probes installed (tests/rack/test_e2e.py).
+        "health": {"enabled": False},
         "onprem": {
             "management_cidr": "10.77.0.0/24",
             # chrony cannot set the clock inside nspawn (its unit's ConditionCapability=CAP_SYS_TIME

@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from gpucluster.health.node_program import parse_node
 from gpucluster_rack.rack import Rack
 
 
@@ -15,8 +16,8 @@ def slurm_nodes(rack: Rack, *nodes: str) -> dict[str, tuple[str, str]]:
     found = {}
     for line in rack.ssh("ctl", f"scontrol show node {','.join(nodes)} --oneliner").splitlines():
         fields = dict(re.findall(r"(\w+)=(\S*)", line.split(" Reason=")[0]))
-        reason = line.split(" Reason=", 1)[1] if " Reason=" in line else ""
-        found[fields["NodeName"]] = (fields["State"], re.sub(r" \[[^]]*@[^]]*\]$", "", reason.strip()))
+        # The free-text fields (Reason, Comment, Extra) as the node health program reads them.
+        found[fields["NodeName"]] = (fields["State"], parse_node(line).reason)
     return found
 
 

@@ -8,6 +8,7 @@ diagnostic and the clock). Each failure carries a reason code (docs/health.md li
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from gpucluster import names
@@ -19,6 +20,19 @@ EVERY: Final = ("prolog", "epilog", "periodic")
 # https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html
 DCGM_LIMIT_S: Final = {1: 120, 2: 900}
 SERVICE_LIMIT_S: Final = 5
+SCONTROL_LIMIT_S: Final = 20  # one call to slurmctld: the node's state, then the drain or reboot
+# The tool each check runs (the key of its time limit); mounts and memory read files only.
+TOOL_OF_CHECK: Final = {
+    "gpus": "nvidia-smi",
+    "ecc": "nvidia-smi",
+    "xid": "journalctl",
+    "nvlink": "nvlink",
+    "fabric_manager": "fabric-manager",
+    "dcgm_diag": "dcgmi",
+    "clock": "timedatectl",
+}
+# Python's start, the job mapping and the log line, above the tools and the two scontrol calls.
+OVERHEAD_S: Final = 10
 
 
 def _gpu_checks(cluster: Cluster, group: NodeGroup) -> list[dict[str, Any]]:
@@ -70,18 +84,29 @@ def catalogue(cluster: Cluster, group: NodeGroup) -> dict[str, Any]:
             "fabric-manager": SERVICE_LIMIT_S,
             "timedatectl": SERVICE_LIMIT_S,
             "dcgmi": DCGM_LIMIT_S[settings.dcgm_diag_level],
+            "scontrol": SCONTROL_LIMIT_S,
         },
     }
 
 
-def prolog_budget_s(entry: dict[str, Any]) -> float:
-    """The longest a prolog pass can take: each tool it runs at its limit (Slurm's timeout must exceed it)."""
-    tools = {
-        "gpus": "nvidia-smi",
-        "ecc": "nvidia-smi",
-        "xid": "journalctl",
-        "nvlink": "nvlink",
-        "fabric_manager": "fabric-manager",
+def budget_s(entry: dict[str, Any], when: str) -> float:
+    """The longest one pass `when` can take: each tool it runs at its limit (nvidia-smi runs once a pass)."""
+    used = {
+        TOOL_OF_CHECK[c["name"]] for c in entry["checks"] if when in c["when"] and c["name"] in TOOL_OF_CHECK
     }
-    used = {tools[c["name"]] for c in entry["checks"] if "prolog" in c["when"] and c["name"] in tools}
     return float(sum(entry["limits"][t] for t in used))
+
+
+def prolog_epilog_timeout_s(entries: list[dict[str, Any]]) -> int:
+    """Slurm's PrologEpilogTimeout: the slowest prolog or epilog pass, its two scontrol calls, the start-up.
+
+    So Slurm never kills a pass that is still within its tools' limits.
+    """
+    slowest = max((budget_s(e, w) for e in entries for w in ("prolog", "epilog")), default=0.0)
+    return int(slowest) + 2 * SCONTROL_LIMIT_S + OVERHEAD_S
+
+
+def catalogue_json(entry: dict[str, Any], comment: str = "") -> str:
+    """The node file's text; the generated-file header (JSON has no comments) goes under `_comment`."""
+    data = {**({"_comment": comment.splitlines()} if comment else {}), **entry}
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"

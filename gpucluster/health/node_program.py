@@ -2,7 +2,8 @@
 """gpucluster-health: a node's checks between jobs, and what the node does about a failure.
 
 Slurm runs it on the node as root from the Prolog (`--when prolog`), the Epilog (`--when epilog`) and
-HealthCheckProgram (`--when periodic`); it reads the catalogue gpucluster rendered for the node's group
+as HealthCheckProgram (no arguments: a periodic pass, detached, because slurmd kills that program after 60 s
+and DCGM's diagnostic alone may take longer); it reads the catalogue gpucluster rendered for the node's group
 (/etc/gpucluster/health.json) and runs the checks due at that moment, each under its own time limit, so a
 hung tool costs its limit and never hangs slurmd (the tool's whole process group is killed).
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -37,6 +39,10 @@ from typing import Any
 CATALOGUE = "/etc/gpucluster/health.json"
 STATE_DIR = "/var/lib/gpucluster/health"  # survives reboots: which reasons a reboot was tried for
 LOG = "/var/log/gpucluster/health.jsonl"
+COMMENT_PREFIX = "gpucluster-health "  # the node's Slurm Comment: its last periodic or failed pass
+SCONTROL_LIMIT_S = 20.0  # the catalogue's limits.scontrol overrides it
+# slurmd runs HealthCheckProgram with SLURMD_NODENAME and no PATH: Debian's PATH for root then.
+ROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 REBOOT_MEMORY_S = 24 * 3600  # a reboot for the same reason within a day does not help twice
 # XIDs after which NVIDIA's guidance is a GPU reset or a node reboot (the rest are mostly the
 # application's): https://docs.nvidia.com/deploy/xid-errors/index.html
@@ -304,14 +310,6 @@ def run_checks(
 
 
 @dataclass(frozen=True)
-class NodeState:
-    """The node as slurmctld sees it: its state flags and reason."""
-
-    states: frozenset[str]
-    reason: str
-
-
-@dataclass(frozen=True)
 class Action:
     """What the node does: none, drain, or reboot (rack); `why` says why, `reason` is Slurm's."""
 
@@ -360,29 +358,65 @@ def decide(
     return Action("drain", reason, f"rack node drained: {why}")
 
 
-def _scontrol(*args: str) -> Outcome:
-    return run_limited(["scontrol", *args], 20.0)
+def _scontrol(*args: str, limit_s: float = SCONTROL_LIMIT_S) -> Outcome:
+    return run_limited(["scontrol", *args], limit_s)
 
 
-def node_state(name: str) -> NodeState:
-    """The node's state flags and reason from `scontrol show node -o`."""
-    text = _scontrol("show", "node", "-o", name).stdout
+@dataclass(frozen=True)
+class NodeState:
+    """The node as slurmctld sees it: its state flags, reason and comment."""
+
+    states: frozenset[str]
+    reason: str
+    comment: str = ""
+
+
+_NODE_KEYS = r" (?:Reason|Comment|Extra)="
+
+
+def _field(text: str, key: str) -> str:
+    """One of the free-text fields of `scontrol show node -o` (they may hold spaces), '' where unset."""
+    found = re.search(rf"\b{key}=(.*?)(?={_NODE_KEYS}|$)", text)
+    value = found.group(1).strip() if found else ""
+    if key == "Reason":
+        value = re.sub(r" \[[^\]]*@[^\]]*\]$", "", value)  # slurmctld appends [user@time]
+    return "" if value == "(null)" else value
+
+
+def parse_node(text: str) -> NodeState:
+    """A node's state flags, reason and comment from its `scontrol show node -o` line."""
     state = re.search(r"\bState=(\S+)", text)
-    reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?(?: Comment=| Extra=|$)", text)
     flags = frozenset(re.split(r"[+*~#!%$@^-]", state.group(1))) - {""} if state else frozenset()
-    return NodeState(flags, reason.group(1).strip() if reason and reason.group(1) != "(null)" else "")
+    return NodeState(flags, _field(text, "Reason"), _field(text, "Comment"))
 
 
-def act(name: str, action: Action, state_dir: Path, failures: list[Failure], now: float) -> Outcome | None:
+def node_state(name: str, limit_s: float = SCONTROL_LIMIT_S) -> NodeState:
+    """The node as slurmctld sees it, from `scontrol show node -o`."""
+    return parse_node(_scontrol("show", "node", "-o", name, limit_s=limit_s).stdout)
+
+
+def act(
+    name: str,
+    action: Action,
+    state_dir: Path,
+    failures: list[Failure],
+    now: float,
+    *,
+    limit_s: float = SCONTROL_LIMIT_S,
+) -> Outcome | None:
     """Carry the action out through slurmctld; remember a reboot's reasons across the reboot."""
     if action.kind == "drain":
-        return _scontrol("update", f"nodename={name}", "state=DRAIN", f"reason={action.reason}")
+        return _scontrol(
+            "update", f"nodename={name}", "state=DRAIN", f"reason={action.reason}", limit_s=limit_s
+        )
     if action.kind == "reboot":
         state_dir.mkdir(parents=True, exist_ok=True)
         marks = _rebooted_for(state_dir)
         marks.update({f.code: now for f in failures})
         (state_dir / "rebooted.json").write_text(json.dumps(marks))
-        return _scontrol("reboot", "ASAP", "nextstate=RESUME", f"reason={action.reason}", name)
+        return _scontrol(
+            "reboot", "ASAP", "nextstate=RESUME", f"reason={action.reason}", name, limit_s=limit_s
+        )
     return None
 
 
@@ -394,8 +428,46 @@ def _rebooted_for(state_dir: Path) -> dict[str, float]:
     return {str(k): float(v) for k, v in marks.items()} if isinstance(marks, dict) else {}
 
 
+def pass_comment(when: str, at: float, failures: list[Failure], action: Action) -> str:
+    """The node's Slurm Comment after a pass: `gpucluster health` lists it for every node."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+    result = ",".join(dict.fromkeys(f.code for f in failures)) or "ok"
+    acted = "" if action.kind == "none" else f" {action.kind}"
+    return f"{COMMENT_PREFIX}{when} {stamp} {result}{acted}"
+
+
+def _detach() -> bool:
+    """Leave slurmd: the caller's parent returns at once (False); the detached grandchild runs (True)."""
+    if os.fork():
+        return False
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # slurmd reads the program's output until it closes: hand it nothing to wait on
+    return True
+
+
+def _one_periodic_pass(state_dir: Path) -> Any:
+    """A lock held while a periodic pass runs (None where another pass holds it)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    lock = (state_dir / "periodic.lock").open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        return None
+    return lock
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the due checks, act, log one line; exit 1 from the Prolog on failure so Slurm requeues the job."""
+    """Run the due checks, act, log one line; exit 1 from the Prolog on failure so Slurm requeues the job.
+
+    Without arguments (Slurm's HealthCheckProgram passes none) it is `--when periodic --detach`.
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    os.environ.setdefault("PATH", ROOT_PATH)
     parser = argparse.ArgumentParser(prog="gpucluster-health", description=__doc__.splitlines()[0])
     parser.add_argument("--when", choices=["prolog", "epilog", "periodic"], required=True)
     parser.add_argument("--catalogue", default=CATALOGUE)
@@ -403,12 +475,26 @@ def main(argv: list[str] | None = None) -> int:
         "--node", default=os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
     )
     parser.add_argument("--dry-run", action="store_true", help="check and print the action; change nothing")
-    args = parser.parse_args(argv)
-    catalogue = json.loads(Path(args.catalogue).read_text())
+    parser.add_argument("--detach", action="store_true", help="return at once; the pass runs on its own")
+    args = parser.parse_args(argv or ["--when", "periodic", "--detach"])
+    try:
+        catalogue = json.loads(Path(args.catalogue).read_text())
+    except (OSError, ValueError) as exc:
+        # A node without its group's checks (booted from user data older than them) is not taken out for it.
+        print(f"gpucluster-health: {args.catalogue}: {exc}; no checks run", file=sys.stderr)
+        return 0
+    state_dir = Path(catalogue.get("state_dir", STATE_DIR))
+    if args.detach and not _detach():
+        return 0
+    lock = _one_periodic_pass(state_dir) if args.when == "periodic" else None
+    if args.when == "periodic" and lock is None:
+        return 0  # the previous periodic pass is still running
+    limit_s = float(catalogue.get("limits", {}).get("scontrol", SCONTROL_LIMIT_S))
     started = time.time()
     ran, failures = run_checks(catalogue, args.when)
-    state_dir = Path(catalogue.get("state_dir", STATE_DIR))
-    node = node_state(args.node) if failures else NodeState(frozenset(), "")
+    # slurmctld is asked only when there is something to say: a failure, or a periodic pass (idle nodes).
+    ask = bool(failures) or args.when == "periodic"
+    node = node_state(args.node, limit_s) if ask else NodeState(frozenset(), "")
     action = decide(
         failures,
         node,
@@ -417,7 +503,11 @@ def main(argv: list[str] | None = None) -> int:
         rebooted_for=_rebooted_for(state_dir),
         now=started,
     )
-    done = None if args.dry_run else act(args.node, action, state_dir, failures, started)
+    done = None if args.dry_run else act(args.node, action, state_dir, failures, started, limit_s=limit_s)
+    # An operator's own comment on the node is never replaced.
+    if ask and not args.dry_run and (not node.comment or node.comment.startswith(COMMENT_PREFIX)):
+        comment = pass_comment(args.when, started, failures, action)
+        _scontrol("update", f"nodename={args.node}", f"comment={comment}", limit_s=limit_s)
     record = {
         "at": round(started, 3),
         "node": args.node,

@@ -12,6 +12,7 @@ from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import NodeGroup, group_of_host, node_groups
 from gpucluster.cost.inputs import contract_interval_s
+from gpucluster.health.catalogue import catalogue, catalogue_json
 from gpucluster.names import (
     DCGM_JOB_MAPPING_DIR,
     NODE_TAG,
@@ -144,7 +145,13 @@ def _render_controller(cluster: Cluster, source: str) -> dict[str, str]:
 
 
 def _render_group(cluster: Cluster, group: NodeGroup, source: str, shared: dict[str, str]) -> dict[str, str]:
-    context = {"cluster": cluster, "group": group, "fabric": fabric_context(cluster, group)}
+    entry = catalogue(cluster, group)
+    context = {
+        "cluster": cluster,
+        "group": group,
+        "fabric": fabric_context(cluster, group),
+        "health_json": lambda comment: catalogue_json(entry, comment),
+    }
     out = {path: _render_one(path, source, context) for path in GROUP_FILES}
     if group.site == "aws":
         # Slurm's own files come from slurmctld (configless): a node always runs its current version.

@@ -10,7 +10,8 @@ from gpucluster.clusterfile.hostlist import compress
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.model.software import Partition
 from gpucluster.clusterfile.nodes import NodeGroup, node_groups
-from gpucluster.names import POWER_BIN, power_partition
+from gpucluster.health.catalogue import catalogue, prolog_epilog_timeout_s
+from gpucluster.names import HEALTH_PROGRAM, POWER_BIN, power_partition
 from gpucluster.render.fabric import version_tuple
 
 # From 25.11 slurmctld serves OpenMetrics on SlurmctldPort (MetricsType=metrics/openmetrics), and only
@@ -96,6 +97,22 @@ class PowerLines:
 
 
 @dataclass(frozen=True)
+class HealthLines:
+    """How Slurm runs the health program (docs/health.md): its path, the interval, the prolog's timeout."""
+
+    program: str
+    interval_s: int
+    prolog_epilog_timeout_s: int
+
+
+def _health_lines(cluster: Cluster, groups: list[NodeGroup]) -> HealthLines | None:
+    if not cluster.health.enabled or not groups:
+        return None
+    entries = [catalogue(cluster, group) for group in groups]
+    return HealthLines(HEALTH_PROGRAM, cluster.health.interval_s, prolog_epilog_timeout_s(entries))
+
+
+@dataclass(frozen=True)
 class SlurmContext:
     """Everything slurm.conf, gres.conf and topology.conf are made of."""
 
@@ -111,6 +128,7 @@ class SlurmContext:
     allow_fabric_spanning: bool = False
     reboot_timeout_s: int | None = None  # rack nodes: how long `scontrol reboot` waits for one to return
     metrics: bool = False  # MetricsType=metrics/openmetrics (Slurm >= 25.11), so no PrivateData
+    health: HealthLines | None = None  # per-job node health, where the cluster file enables it
 
 
 def onprem_hosts(cluster: Cluster) -> list[ControllerHost]:
@@ -242,4 +260,5 @@ def slurm_context(cluster: Cluster) -> SlurmContext:
             else None
         ),
         metrics=slurm_serves_metrics(cluster),
+        health=_health_lines(cluster, list(groups.values())),
     )

@@ -245,6 +245,8 @@ NODE_FILES: Final[tuple[NodeFile, ...]] = (
     NodeFile("net/hosts", "/etc/hosts", "onprem", "slurm_common", _nothing, managed_block=True),
     NodeFile("nccl/nccl.conf", "/etc/nccl.conf", "group", "gpu_nccl", _nothing),
     NodeFile("nccl/fabric.env", "/etc/gpucluster/fabric.env", "group", "gpu_nccl", _nothing),
+    # The node health program reads its group's checks at every pass (docs/health.md).
+    NodeFile("health/health.json", "/etc/gpucluster/health.json", "group", "slurm_node", _nothing),
     NodeFile("cloud-init/user-data", "(EC2 user data)", "cloud", "", _nothing),
     # The power programs read it at every call (clusters with cloud capacity only).
     NodeFile(

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from gpucluster import names
 from tests.ansible.role_plans import converge_steps, include_runs
 from tests.ansible.role_vars import ROCKY, file_entry, node_state, role_expression
+from tests.conftest import ROOT
 
 ROLE = "slurm_node"
 PIN = "24.11.5"
@@ -36,6 +38,9 @@ def _expression(expression: str, **overrides: Any) -> Any:
 
 FILES: list[dict[str, Any]] = _expression("__slurm_node_files")
 GRES_TEXT: str = FILES[0]["content"]
+HEALTH_JSON = next(f for f in FILES if f["path"] == "health/health.json")
+PROGRAM = names.HEALTH_PROGRAM
+PROGRAM_TEXT = (ROOT / "gpucluster" / "health" / "node_program.py").read_text()
 
 
 def _node(**change: Any) -> dict[str, Any]:
@@ -43,6 +48,8 @@ def _node(**change: Any) -> dict[str, Any]:
     files: dict[str, Any] = {
         "/var/spool/slurmd": file_entry(kind="directory", mode="0755"),
         GRES: file_entry(GRES_TEXT),
+        HEALTH_JSON["dest"]: file_entry(HEALTH_JSON["content"]),
+        PROGRAM: file_entry(PROGRAM_TEXT, mode="0755"),
         **{device: file_entry(kind="file") for device in DEVICES},
         **change.get("files", {}),
     }
@@ -78,6 +85,9 @@ def test_the_role_reads_itself_without_the_shared_read_after_a_change_or_the_con
     ("change", "pending"),
     [
         ({"files": {"/var/spool/slurmd": None}}, ["spool directory"]),
+        # the program the rendered Prolog runs, at gpucluster.names.HEALTH_PROGRAM: missing, or another copy
+        ({"files": {PROGRAM: None}}, ["health program"]),
+        ({"files": {PROGRAM: file_entry(PROGRAM_TEXT + "# edited\n", mode="0755")}}, ["health program"]),
         ({"held": []}, ["slurmd package"]),
         ({"installed": {"slurmd": "22.05.8-4"}}, ["slurmd package"]),
         ({"slurmd": (False, True)}, ["slurmd service"]),
@@ -183,8 +193,8 @@ def test_the_read_names_every_packagings_slurmd_and_the_devices() -> None:
     assert _expression("slurm_node_node_query") == {
         "packages": True,
         "package_names": ["*slurmd"],
-        "paths": ["/var/spool/slurmd", GRES, *DEVICES],
-        "read": [GRES],
+        "paths": ["/var/spool/slurmd", GRES, HEALTH_JSON["dest"], PROGRAM, *DEVICES],
+        "read": [GRES, HEALTH_JSON["dest"]],
         "services": ["slurmd"],
     }
 

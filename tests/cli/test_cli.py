@@ -110,7 +110,7 @@ def test_help_is_the_whole_map() -> None:
     result = _run("--help")
     assert result.returncode == 0
     expected = {"validate", "render", "show", "schema", "cost", "checkpoint-interval", "utilization"}
-    expected |= {"review", "accept", "routing"}
+    expected |= {"review", "accept", "routing", "health"}
     listed = re.search(r"\{([a-z,-]+)\}", result.stdout)
     assert listed is not None and set(listed.group(1).split(",")) == expected
     for verb in expected:

@@ -9,7 +9,7 @@ import yaml
 from gpucluster.clusterfile import load
 from gpucluster.clusterfile.model import Cluster
 from gpucluster.clusterfile.nodes import node_groups
-from gpucluster.health.catalogue import catalogue, prolog_budget_s
+from gpucluster.health.catalogue import budget_s, catalogue, prolog_epilog_timeout_s
 from gpucluster.health.node_program import CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,8 +53,14 @@ def test_cloud_groups_are_cloud_and_every_group_gets_the_prolog_within_a_minute(
         "p5-od": "cloud",
         "p5-spot": "cloud",
     }
-    # nvidia-smi (gpus, ecc), journalctl (xid), systemctl (fabric manager): 10 + 10 + 5 s at most.
-    assert {prolog_budget_s(entry) for entry in groups.values()} == {25.0}
+    # nvidia-smi (gpus, ecc), journalctl (xid), systemctl (fabric manager): 10 + 10 + 5 s at most; the
+    # epilog adds nvidia-smi nvlink. Slurm's timeout adds two scontrol calls (20 s each) and 10 s.
+    assert {budget_s(entry, "prolog") for entry in groups.values()} == {25.0}
+    assert {budget_s(entry, "epilog") for entry in groups.values()} == {35.0}
+    assert prolog_epilog_timeout_s(list(groups.values())) == 35 + 40 + 10
+    # The periodic pass adds DCGM's quick diagnostic (120 s) and timedatectl: past slurmd's 60 s for a
+    # HealthCheckProgram, which is why the program detaches from slurmd there (docs/health.md).
+    assert {budget_s(entry, "periodic") for entry in groups.values()} == {35.0 + 120 + 5}
 
 
 def test_mounts_skips_and_the_quick_or_medium_diagnostic_come_from_the_cluster_file(tmp_path: Path) -> None:
@@ -65,7 +71,7 @@ def test_mounts_skips_and_the_quick_or_medium_diagnostic_come_from_the_cluster_f
     checks = {c["name"]: c for c in rack["checks"]}  # type: ignore[attr-defined]
     assert "clock" not in checks and checks["mounts"]["paths"] == ["/home", "/datasets"]
     assert checks["dcgm_diag"]["level"] == 2 and rack["limits"]["dcgmi"] == 900  # type: ignore[index]
-    assert prolog_budget_s(rack) == 45.0
+    assert budget_s(rack, "prolog") == 45.0
 
 
 def test_a_userspace_profile_checks_its_gpus_but_not_a_driver_it_does_not_install(tmp_path: Path) -> None:

@@ -7,8 +7,10 @@ would, with fake tools first on PATH (scontrol records what it was asked to do).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -264,17 +266,20 @@ def test_the_program_in_a_prolog_reboots_a_node_with_a_lost_gpu_once_and_fails_t
     done = _program(tmp_path, env, "prolog")
     assert done.returncode == 1, done.stderr  # Slurm requeues the job that met the bad node
     calls = (tmp_path / "calls.txt").read_text().splitlines()
-    assert calls == [
+    assert calls[:2] == [
         "show node -o n1",
         f"reboot ASAP nextstate=RESUME reason={PREFIX}GPU_MISSING: 7 of 8 GPUs listed (rebooting once) n1",
     ]
+    assert re.fullmatch(
+        r"update nodename=n1 comment=gpucluster-health prolog \S+Z GPU_MISSING reboot", calls[2]
+    )
     record = json.loads((tmp_path / "log" / "health.jsonl").read_text())
     assert (record["job"], record["checks"], record["action"]["kind"]) == ("41", ["gpus"], "reboot")
     assert json.loads(done.stdout) == record
     # After the reboot the GPU is still lost: the node is drained, not rebooted again.
     (tmp_path / "calls.txt").unlink()
     assert _program(tmp_path, env, "periodic").returncode == 0  # HealthCheckProgram's exit is not Slurm's cue
-    assert (tmp_path / "calls.txt").read_text().splitlines()[-1] == (
+    assert (tmp_path / "calls.txt").read_text().splitlines()[-2] == (
         f"update nodename=n1 state=DRAIN reason={PREFIX}GPU_MISSING: 7 of 8 GPUs listed"
     )
 
@@ -287,9 +292,88 @@ def test_the_program_on_a_healthy_node_asks_slurmctld_nothing_and_exits_0(tmp_pa
 
 
 def test_the_program_leaves_an_operator_drain_and_lets_the_job_run_elsewhere(tmp_path: Path) -> None:
-    env = _tools(
-        tmp_path, _without_gpu(HEALTHY, 0), node_line="NodeName=n1 State=IDLE+DRAIN Reason=swap PSU [ops]"
-    )
+    line = "NodeName=n1 State=IDLE+DRAIN Reason=swap PSU [ops@2026-12-01T10:00:00]"
+    env = _tools(tmp_path, _without_gpu(HEALTHY, 0), node_line=line)
     done = _program(tmp_path, env, "prolog")
-    assert (tmp_path / "calls.txt").read_text().splitlines() == ["show node -o n1"]
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    assert calls[0] == "show node -o n1" and not any("state=" in c or "reboot" in c for c in calls), calls
     assert json.loads(done.stdout)["action"]["why"].startswith("drained by an operator (swap PSU)")
+
+
+def test_an_operators_own_comment_on_the_node_is_not_replaced(tmp_path: Path) -> None:
+    line = "NodeName=n1 State=IDLE Reason=(null) Comment=rack B2, ticket 4411"
+    env = _tools(tmp_path, HEALTHY, node_line=line)
+    assert _program(tmp_path, env, "periodic").returncode == 0
+    assert (tmp_path / "calls.txt").read_text().splitlines() == ["show node -o n1"]
+
+
+def test_a_healthy_periodic_pass_records_itself_in_the_nodes_comment(tmp_path: Path) -> None:
+    line = "NodeName=n1 State=IDLE Reason=(null) Comment=gpucluster-health periodic 2026-12-01T00:00:00Z ok"
+    env = _tools(tmp_path, HEALTHY, node_line=line)
+    assert _program(tmp_path, env, "periodic").returncode == 0
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    assert calls[0] == "show node -o n1"
+    assert re.fullmatch(r"update nodename=n1 comment=gpucluster-health periodic \S+Z ok", calls[1]), calls
+
+
+def test_without_arguments_it_returns_at_once_and_one_detached_periodic_pass_runs(tmp_path: Path) -> None:
+    """Slurm's HealthCheckProgram: no arguments, killed after 60 s, so the pass leaves slurmd at once."""
+    env = _tools(tmp_path, HEALTHY)
+    (tmp_path / "bin" / "nvidia-smi").write_text(f"#!/bin/sh\nsleep 2\ncat {tmp_path}/smi.xml\n")
+    started = time.monotonic()
+    # The default catalogue path is the node's; this test names its own through a tiny wrapper.
+    wrapper = tmp_path / "hc"
+    wrapper.write_text(
+        f"#!/bin/sh\nexec {sys.executable} -c 'import sys; sys.argv[1:] = []; "
+        f'from gpucluster.health import node_program as p; p.CATALOGUE = "{tmp_path}/health.json"; '
+        "sys.exit(p.main())'\n"
+    )
+    wrapper.chmod(0o755)
+    done = subprocess.run([str(wrapper)], env=env, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0 and time.monotonic() - started < 2, done.stderr
+    log = tmp_path / "log" / "health.jsonl"
+    deadline = time.monotonic() + 20
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert json.loads(log.read_text())["when"] == "periodic"
+
+
+def test_a_periodic_pass_is_skipped_while_the_previous_one_holds_the_lock(tmp_path: Path) -> None:
+    env = _tools(tmp_path, HEALTHY)
+    (tmp_path / "state").mkdir()
+    with (tmp_path / "state" / "periodic.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = _program(tmp_path, env, "periodic")
+    assert done.returncode == 0 and done.stdout == "" and not (tmp_path / "calls.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "NodeName=n1 Arch=x86_64 State=IDLE+DRAIN Partitions=debug"
+            " Reason=bad DIMM B2 [root@2026-12-07T10:00:00]"
+            " Comment=gpucluster-health periodic 2026-12-07T09:00:00Z ok",
+            NodeState(
+                frozenset({"IDLE", "DRAIN"}),
+                "bad DIMM B2",
+                "gpucluster-health periodic 2026-12-07T09:00:00Z ok",
+            ),
+        ),
+        (
+            "NodeName=n2 State=MIXED Comment=hello world Extra=x Reason=(null)",
+            NodeState(frozenset({"MIXED"}), "", "hello world"),
+        ),
+        ("NodeName=n3 State=DOWN*+DRAIN", NodeState(frozenset({"DOWN", "DRAIN"}), "", "")),
+    ],
+)
+def test_scontrols_node_line_gives_state_reason_and_comment(line: str, expected: NodeState) -> None:
+    assert program.parse_node(line) == expected
+
+
+def test_a_node_without_its_checks_runs_its_jobs_and_says_why(tmp_path: Path) -> None:
+    env = _tools(tmp_path, HEALTHY)
+    (tmp_path / "health.json").unlink()
+    done = _program(tmp_path, env, "prolog")
+    assert done.returncode == 0 and "health.json" in done.stderr and "no checks run" in done.stderr
+    assert not (tmp_path / "calls.txt").exists()

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster import names
 from gpucluster.ansible_vars import image_vars
 from gpucluster.clusterfile import load
 from gpucluster.utilization.exposition import parse_exposition
@@ -41,6 +42,7 @@ from gpucluster_rack.playbook import Playbook, converge
 from gpucluster_rack.rack import Rack, down
 from gpucluster_rack.sh import run
 from gpucluster_rack.slurm_state import slurm_nodes, wait_for
+from tests.conftest import ROOT
 from tests.rack.conftest import require_rack_prerequisites
 
 RACK = "p"
@@ -492,6 +494,16 @@ def test_the_image_has_every_pin_installed_and_held(pinned: Pinned) -> None:
     assert {*expected, "slurm-client", "slurmd"} <= held, {*expected, "slurm-client", "slurmd"} - held
     assert f"# EFA installer version: {efa_mimic.INSTALLER}" in record
     assert {"cloud-init", "awscli", "python3-boto3"} <= set(installed)
+
+
+def test_the_image_carries_the_node_health_program_that_its_python_runs(pinned: Pinned) -> None:
+    """The rendered Prolog runs it (too large for user data): this collection's copy, executable."""
+    with cloud_image.view(_image(pinned)) as root:
+        program = root / names.HEALTH_PROGRAM.lstrip("/")
+        assert program.read_bytes() == (ROOT / "gpucluster/health/node_program.py").read_bytes()
+        assert program.stat().st_mode & 0o777 == 0o755
+        usage = _in_image(root, f"{names.HEALTH_PROGRAM} --help")
+    assert "--when {prolog,epilog,periodic}" in usage
 
 
 def test_the_image_carries_no_secret_and_no_cluster_state(pinned: Pinned) -> None:

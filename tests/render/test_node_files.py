@@ -6,8 +6,11 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+import yaml
+
 from gpucluster.clusterfile import Cluster, load
-from gpucluster.names import DCGM_JOB_MAPPING_DIR
+from gpucluster.names import DCGM_JOB_MAPPING_DIR, HEALTH_PROGRAM
 from gpucluster.render import render
 from gpucluster.render.node_files import (
     NODE_FILES,
@@ -63,7 +66,7 @@ def test_role_records_carry_what_the_tasks_write(example: Cluster) -> None:
         False,
     )
     assert conf["content"] == files["slurm/slurm.conf"] and records["net/hosts"]["block"] is True
-    assert [r["path"] for r in role_records("slurm_node", files)] == ["slurm/gres.conf"]
+    assert [r["path"] for r in role_records("slurm_node", files)] == ["slurm/gres.conf", "health/health.json"]
 
 
 def test_the_controller_writes_what_configless_nodes_fetch_and_the_power_configuration(
@@ -201,3 +204,38 @@ def test_prolog_and_epilog_keep_dcgm_exporters_gpu_job_map(example: Cluster, tmp
     assert {p.name: p.read_text() for p in mapping.glob("[0-9]*")} == {"1": "42\n"}
     _run_job_script(tmp_path / "epilog", "42", "1")
     assert list(mapping.glob("[0-9]*")) == []
+
+
+def _job_script_rc(script: Path) -> int:
+    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "44", "SLURM_JOB_GPUS": "0"}
+    return subprocess.run(["sh", str(script)], env=env, capture_output=True, check=False).returncode
+
+
+@pytest.mark.parametrize(("program_rc", "prolog_rc"), [(0, 0), (1, 1), (None, 0)])
+def test_the_prolog_fails_exactly_where_the_health_program_took_the_node_out(
+    example: Cluster, tmp_path: Path, program_rc: int | None, prolog_rc: int
+) -> None:
+    """Exit 1 requeues the job (nohold_on_prolog_fail); no program (an older image) lets the job run."""
+    files = render(example, "onprem", host="gpu-a01")
+    assert "SchedulerParameters=nohold_on_prolog_fail\n" in files["slurm/slurm.conf"]
+    fake = tmp_path / "health.py"
+    if program_rc is not None:
+        fake.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\nexit {program_rc}\n')
+        fake.chmod(0o755)
+    for name in ("prolog", "epilog"):
+        text = files[f"slurm/{name}"].replace(DCGM_JOB_MAPPING_DIR, str(tmp_path / "map"))
+        (tmp_path / name).write_text(text.replace(HEALTH_PROGRAM, str(fake)))
+    assert _job_script_rc(tmp_path / "prolog") == prolog_rc
+    assert _job_script_rc(tmp_path / "epilog") == 0  # an epilog that fails drains the node: never ours
+    if program_rc is not None:
+        assert (tmp_path / "calls").read_text() == "--when prolog\n--when epilog\n"
+
+
+def test_without_health_slurm_runs_no_health_program(tmp_path: Path) -> None:
+    data = yaml.safe_load((ROOT / "clusters" / "example.yaml").read_text())
+    data["health"] = {"enabled": False}
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data))
+    files = render(load(path).cluster, "onprem", host="gpu-a01")
+    assert all(HEALTH_PROGRAM not in files[f"slurm/{name}"] for name in ("slurm.conf", "prolog", "epilog"))
+    assert "HealthCheck" not in files["slurm/slurm.conf"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import jinja2
@@ -84,6 +85,22 @@ def test_cloud_init_is_valid_yaml_and_carries_no_secret(example: Cluster) -> Non
     assert not paths & {"/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf"}
     assert "/gpucluster/example/munge-key" in text and "munge.key" in text
     assert "BEGIN" not in text and "password" not in text.lower()
+
+
+# EC2 takes at most 16 KB of user data before base64:
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-add-user-data.html
+USER_DATA_LIMIT = 16 * 1024
+
+
+@pytest.mark.parametrize("path", CLUSTER_FILES, ids=[p.stem for p in CLUSTER_FILES])
+def test_every_cloud_groups_user_data_fits_ec2s_limit_and_carries_its_health_checks(path) -> None:  # type: ignore[no-untyped-def]
+    cluster = load(path).cluster
+    for group in (g for g in node_groups(cluster) if g.site == "aws"):
+        text = render(cluster, "aws", group=group.name)["cloud-init/user-data"]
+        assert len(text.encode()) <= USER_DATA_LIMIT, (group.name, len(text.encode()))
+        written = {f["path"]: f["content"] for f in yaml.safe_load(text)["write_files"]}
+        checks = json.loads(written["/etc/gpucluster/health.json"])
+        assert (checks["site"], checks["node_group"]) == ("cloud", group.name)
 
 
 def test_a_cloud_node_takes_the_name_it_was_launched_for_and_changes_nothing_in_slurm(

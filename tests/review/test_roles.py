@@ -44,7 +44,7 @@ def test_each_role_runs_where_site_yml_puts_it_and_may_do_what_its_handlers_do(
         "changed: ansible/roles/slurm_node/defaults/main.yml",
         "changed: ansible/roles/slurm_node/tasks/main.yml",
     ]
-    assert "writes node files: /etc/slurm/gres.conf" in node.detail
+    assert "writes node files: /etc/slurm/gres.conf, /etc/gpucluster/health.json" in node.detail
     assert any("cloud node image" in line for line in node.detail)
     driver = found["role gpu_nvidia_driver"]
     assert (driver.kind, len(driver.hosts)) == ("reboot", len(compute))

@@ -34,12 +34,13 @@ def slurm_node_names(inputs: dict[str, Any], files: list[dict[str, Any]] | None 
     every packaging's slurmd (slurmd, slurm-smd-slurmd, slurm-slurmd) and the play's shared read can hold it.
     """
     dests = [record["dest"] for record in files or []]
+    program = [inputs["health_program"]["path"]] if inputs.get("health_program") else []
     return {
         "handlers": HANDLERS,
         "read": {
             "packages": True,
             "package_names": ["*slurmd"],
-            "paths": [inputs["spool_dir"], *dests, *inputs["gpu_devices"]],
+            "paths": [inputs["spool_dir"], *dests, *program, *inputs["gpu_devices"]],
             "read": dests,
             "services": ["slurmd"],
         },
@@ -75,13 +76,23 @@ def _checks(inputs: dict[str, Any], state: dict[str, Any]) -> list[str]:
     )
 
 
+def _health_program_differs(inputs: dict[str, Any], state: dict[str, Any]) -> bool:
+    """The node health program is missing or not this collection's copy (inputs without one: no step)."""
+    program = inputs.get("health_program")
+    if not program:
+        return False
+    # ansible.builtin.file's lookup drops the file's last newline: compare with it put back.
+    content = str(program["content"]).rstrip("\n") + "\n"
+    return not state_current(state, str(program["path"]), content, mode="0755")
+
+
 def slurm_node_plan(
     inputs: dict[str, Any],
     state: dict[str, Any],
     pin: dict[str, str],
     files: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Steps: spool directory, node files, acceptance hold, slurmd package, slurmd service; the failed checks.
+    """Steps: spool directory, node files, health program, acceptance hold, slurmd package, service; checks.
 
     pin: slurmd's package name and the version slurm_common chose. files: the node-file records
     (gres.conf); the plan's `node files` are those that differ, with the actions the node-file table gives
@@ -93,6 +104,7 @@ def slurm_node_plan(
     steps = {
         "spool directory": not state_current(state, inputs["spool_dir"], kind="directory", mode="0755"),
         "node files": node_file_changes(files or [], state, inputs["host"], str(inputs["slurm_version"])),
+        "health program": _health_program_differs(inputs, state),
         "acceptance hold": as_bool(inputs["hold_for_acceptance"]) and not installed_before,
         "slurmd package": installed != str(pin["version"])
         or (inputs["os_family"] == "Debian" and slurmd not in state.get("held", [])),

@@ -14,7 +14,19 @@ CheckName = Literal[
 
 
 class Health(Strict):
-    """Per-job node health (docs/health.md): what gpucluster-health checks; Slurm does not run it yet."""
+    """Per-job node health (docs/health.md): what gpucluster-health checks around jobs and between them."""
+
+    enabled: bool = Field(
+        default=True,
+        description=(
+            "Run the checks from Slurm's Prolog and Epilog and as its HealthCheckProgram; a failing node is"
+            " drained (cloud: replaced; rack: rebooted once where that can help)."
+        ),
+    )
+    interval_s: Annotated[int, Field(ge=60, le=86400)] = Field(
+        default=300,
+        description="Seconds between the periodic passes on idle nodes (Slurm's HealthCheckInterval).",
+    )
 
     mounts: list[Annotated[str, Field(pattern=r"^/[^\s]*$")]] = Field(
         default_factory=list,

@@ -1,0 +1,1 @@
+../../../../gpucluster/health/node_program.py
