@@ -34,7 +34,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 CATALOGUE = "/etc/gpucluster/health.json"
 STATE_DIR = "/var/lib/gpucluster/health"  # survives reboots: which reasons a reboot was tried for
@@ -449,7 +449,7 @@ def _detach() -> bool:
     return True
 
 
-def _one_periodic_pass(state_dir: Path) -> Any:
+def _one_periodic_pass(state_dir: Path) -> IO[str] | None:
     """A lock held while a periodic pass runs (None where another pass holds it)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     lock = (state_dir / "periodic.lock").open("w")

@@ -319,8 +319,10 @@ def test_a_healthy_periodic_pass_records_itself_in_the_nodes_comment(tmp_path: P
 def test_without_arguments_it_returns_at_once_and_one_detached_periodic_pass_runs(tmp_path: Path) -> None:
     """Slurm's HealthCheckProgram: no arguments, killed after 60 s, so the pass leaves slurmd at once."""
     env = _tools(tmp_path, HEALTHY)
-    (tmp_path / "bin" / "nvidia-smi").write_text(f"#!/bin/sh\nsleep 2\ncat {tmp_path}/smi.xml\n")
-    started = time.monotonic()
+    # nvidia-smi answers only once the test says so: the pass cannot end before its caller returns.
+    go = tmp_path / "go"
+    smi = f"#!/bin/sh\nwhile [ ! -e {go} ]; do sleep 0.1; done\ncat {tmp_path}/smi.xml\n"
+    (tmp_path / "bin" / "nvidia-smi").write_text(smi)
     # The default catalogue path is the node's; this test names its own through a tiny wrapper.
     wrapper = tmp_path / "hc"
     wrapper.write_text(
@@ -330,8 +332,9 @@ def test_without_arguments_it_returns_at_once_and_one_detached_periodic_pass_run
     )
     wrapper.chmod(0o755)
     done = subprocess.run([str(wrapper)], env=env, capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 0 and time.monotonic() - started < 2, done.stderr
     log = tmp_path / "log" / "health.jsonl"
+    assert done.returncode == 0 and not log.exists(), done.stderr  # returned with the pass still running
+    go.touch()
     deadline = time.monotonic() + 20
     while not log.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
